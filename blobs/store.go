@@ -1,0 +1,41 @@
+package blobs
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/sovm/sop-pme/storageid"
+)
+
+// ErrNotFound is returned (wrapped) when a store does not hold a blob.
+var ErrNotFound = errors.New("blobs: blob not found")
+
+// A Store accepts new objects: step 5 of the writer pipeline, "import into
+// iroh-blobs; the returned hash is storage_id" (SOP-PME-1 Section 11.12).
+//
+// Stores are safe for concurrent use.
+type Store interface {
+	// Create begins a new object. Bytes written to the returned Pending are
+	// staged where no reader can see them, and become a blob only on Commit.
+	Create(ctx context.Context) (Pending, error)
+}
+
+// A Pending is an object being imported into a Store.
+//
+// What is written to a Pending is exactly the final object: the writer
+// finishes every step of Section 11.12 before it commits, and nothing may be
+// changed after Commit, since the storage_id covers the exact bytes.
+type Pending interface {
+	io.Writer
+
+	// Commit makes the staged bytes a blob and returns its storage_id, the
+	// BLAKE3 root hash of those exact bytes. Commit is atomic: on error, or on
+	// a crash during Commit, no blob becomes visible. Committing bytes the
+	// store already holds is not an error and returns the same storage_id.
+	Commit(ctx context.Context) (storageid.ID, error)
+
+	// Abort discards the staged bytes. It is safe to call after Commit, where
+	// it does nothing, and more than once.
+	Abort() error
+}

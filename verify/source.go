@@ -1,0 +1,38 @@
+package verify
+
+import (
+	"context"
+	"io"
+
+	"github.com/sovm/sop-pme/storageid"
+)
+
+// GroupSize is the size in bytes of a BAO chunk group as iroh-blobs uses it:
+// 16 BLAKE3 chunks of 1 KiB (iroh-blobs IROH_BLOCK_SIZE, chunk group log 4).
+// Proofs never authenticate less than one group.
+const GroupSize = 16 << 10
+
+// A Source supplies proof material for blobs it holds. It never supplies bare
+// object bytes: what it returns is untrusted until this package has checked it
+// against the blob's storage_id (SOP-PME-1 Section 11.10).
+//
+// The blob stores (the pure-Go directory store in package blobs, and the
+// iroh-blobs store behind the iroh build tag) implement Source, and so can any
+// transport: the verifier depends on nothing else.
+type Source interface {
+	// Slice returns the BAO slice of blob id for the chunk groups that
+	// intersect the byte range [off, off+n), n > 0: the blob's size as an
+	// unsigned 64-bit little-endian integer, then, in pre-order, the 64-byte
+	// parent pairs on the paths from the root to those groups and the bytes of
+	// each of those groups. This is the single-range form of bao-tree's
+	// encoding with 16 KiB groups, as iroh-blobs' export_bao and its get
+	// protocol produce it.
+	//
+	// A range that lies wholly at or beyond the blob's end selects the last
+	// group, as in bao-tree; a verifier learns and proves the size of a blob
+	// this way. A range that straddles the end is clipped to it.
+	//
+	// Slice returns an error matching blobs.ErrNotFound if the blob is not
+	// held. The caller closes the returned reader.
+	Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error)
+}
