@@ -1,0 +1,296 @@
+package pme
+
+import (
+	"fmt"
+
+	"github.com/sovm/sop-pme/internal/thrift"
+	"github.com/sovm/sop-pme/padme"
+)
+
+// A Footer is the plaintext FileMetaData of an object, decoded. The writer
+// gets one from Reframer.Close, pads it (SetPad) and seals it (Seal); the
+// reader gets one from OpenFooter.
+type Footer struct {
+	meta *thrift.Struct
+}
+
+// Len returns the length in bytes of the encoded FileMetaData.
+func (f *Footer) Len() int { return f.meta.EncodedLen() }
+
+// Append appends the Thrift compact encoding of the FileMetaData to dst.
+func (f *Footer) Append(dst []byte) []byte { return f.meta.Append(dst) }
+
+// Seal encodes the footer and seals it as one module under dek with a fresh
+// nonce: the encrypted footer of Section 11.4. A footer sealed again (after
+// padding) gets a fresh nonce, like every module.
+func (f *Footer) Seal(dek DEK) ([]byte, error) {
+	plain := f.meta.Append(nil)
+	defer clear(plain)
+	return dek.Seal(nil, plain)
+}
+
+// OpenFooter authenticates and decrypts a footer module body under dek and
+// decodes the FileMetaData strictly (non-canonical Thrift is refused).
+func OpenFooter(dek DEK, body []byte) (*Footer, error) {
+	plain, err := dek.Open(nil, body)
+	if err != nil {
+		return nil, fmt.Errorf("footer: %w", err)
+	}
+	meta, err := thrift.DecodeExact(plain, thriftLimits)
+	if err != nil {
+		return nil, fmt.Errorf("%w: footer FileMetaData: %w", ErrFormat, err)
+	}
+	return &Footer{meta: meta}, nil
+}
+
+// remap rewrites a footer written for the plaintext stream to address the
+// re-framed modules (see Reframer).
+func (f *Footer) remap(chunks map[int64]*chunkMap) error {
+	if f.meta.Field(fmdEncryptionAlgo) != nil || f.meta.Field(fmdFooterSigningKeyMD) != nil {
+		return fmt.Errorf("%w: plaintext footer carries encryption fields", ErrLayout)
+	}
+	rgs, err := f.rowGroups()
+	if err != nil {
+		return err
+	}
+	if len(rgs) > MaxRowGroups {
+		return fmt.Errorf("%w: %d row groups, at most %d", ErrTooLarge, len(rgs), MaxRowGroups)
+	}
+	seen := 0
+	for i, rg := range rgs {
+		cols, err := rg.List(rgColumns)
+		if err != nil {
+			return fmt.Errorf("%w: row group %d: %w", ErrLayout, i, err)
+		}
+		rgStart, rgLen := int64(-1), int64(0)
+		for j, v := range cols.Items {
+			cc := v.Struct
+			if cc == nil || cc.Field(ccFilePath) != nil {
+				return fmt.Errorf("%w: row group %d column %d: missing or external column chunk", ErrLayout, i, j)
+			}
+			md, err := cc.Struct(ccMetaData)
+			if err != nil {
+				return fmt.Errorf("%w: row group %d column %d: %w", ErrLayout, i, j, err)
+			}
+			span, dict, err := plainSpan(md)
+			if err != nil {
+				return fmt.Errorf("%w: row group %d column %d: %w", ErrLayout, i, j, err)
+			}
+			m := chunks[span.Off]
+			if m == nil || m.plain != span {
+				return fmt.Errorf("%w: row group %d column %d: chunk [%d, %d) was not re-framed", ErrLayout, i, j, span.Off, span.End())
+			}
+			data, _ := md.I64(cmdDataPageOffset)
+			newData, ok := m.pages[data]
+			if !ok {
+				return fmt.Errorf("%w: row group %d column %d: data_page_offset is not a page", ErrLayout, i, j)
+			}
+			md.Set(cmdDataPageOffset, thrift.I64(newData))
+			if dict > 0 {
+				newDict, ok := m.pages[dict]
+				if !ok {
+					return fmt.Errorf("%w: row group %d column %d: dictionary_page_offset is not a page", ErrLayout, i, j)
+				}
+				md.Set(cmdDictPageOffset, thrift.I64(newDict))
+			}
+			md.Set(cmdTotalCompressed, thrift.I64(m.obj.Len))
+			md.Set(cmdTotalUncompressed, thrift.I64(m.uncompressed))
+			// Nothing that SOP-PME-1 (as DuckDB) does not write: no page
+			// index, no bloom filter, no column crypto metadata.
+			md.Delete(cmdIndexPageOffset)
+			md.Delete(cmdBloomFilterOffset)
+			md.Delete(cmdBloomFilterLength)
+			for id := int16(ccOffsetIndexOffset); id <= ccEncryptedColumnMD; id++ {
+				cc.Delete(id)
+			}
+			cc.Set(ccFileOffset, thrift.I64(0))
+			if rgStart < 0 {
+				rgStart = m.obj.Off
+			}
+			rgLen += m.obj.Len
+			delete(chunks, span.Off) // each chunk is referenced once
+			seen++
+		}
+		if rgStart >= 0 {
+			rg.Set(rgFileOffset, thrift.I64(rgStart))
+		}
+		rg.Set(rgTotalCompressed, thrift.I64(rgLen))
+		rg.Set(rgOrdinal, thrift.I16(int16(i)))
+	}
+	if len(chunks) != 0 {
+		return fmt.Errorf("%w: %d re-framed column chunks are not in the footer", ErrLayout, len(chunks))
+	}
+	return nil
+}
+
+func (f *Footer) rowGroups() ([]*thrift.Struct, error) {
+	v := f.meta.Field(fmdRowGroups)
+	if v == nil {
+		return nil, fmt.Errorf("%w: FileMetaData has no row_groups", ErrFormat)
+	}
+	if v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct {
+		return nil, fmt.Errorf("%w: FileMetaData.row_groups is not a list of structs", ErrFormat)
+	}
+	out := make([]*thrift.Struct, len(v.List.Items))
+	for i, it := range v.List.Items {
+		out[i] = it.Struct
+	}
+	return out, nil
+}
+
+// plainSpan returns the span of a column chunk as its ColumnMetaData states
+// it, and its dictionary_page_offset (0 if none).
+func plainSpan(md *thrift.Struct) (Span, int64, error) {
+	data, err := md.I64(cmdDataPageOffset)
+	if err != nil {
+		return Span{}, 0, err
+	}
+	size, err := md.I64(cmdTotalCompressed)
+	if err != nil {
+		return Span{}, 0, err
+	}
+	start, dict := data, int64(0)
+	if v := md.Field(cmdDictPageOffset); v != nil {
+		if v.Type != thrift.TypeI64 {
+			return Span{}, 0, fmt.Errorf("dictionary_page_offset is %v", v.Type)
+		}
+		if v.Int > 0 {
+			dict = v.Int
+			start = min(start, dict)
+		}
+	}
+	if start < 4 || size <= 0 || start > (1<<62)-size {
+		return Span{}, 0, fmt.Errorf("column chunk [%d, +%d) is out of range", start, size)
+	}
+	return Span{Off: start, Len: size}, dict, nil
+}
+
+// ColumnChunks returns the spans of every column chunk, by row group, as the
+// footer states them. Each span covers the chunk's modules, from the length
+// prefix of its first page's header module.
+func (f *Footer) ColumnChunks() ([][]Span, error) {
+	rgs, err := f.rowGroups()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]Span, len(rgs))
+	for i, rg := range rgs {
+		cols, err := rg.List(rgColumns)
+		if err != nil {
+			return nil, fmt.Errorf("%w: row group %d: %w", ErrFormat, i, err)
+		}
+		out[i] = make([]Span, len(cols.Items))
+		for j, v := range cols.Items {
+			if v.Struct == nil || v.Struct.Field(ccFilePath) != nil {
+				return nil, fmt.Errorf("%w: row group %d column %d: missing or external column chunk", ErrFormat, i, j)
+			}
+			md, err := v.Struct.Struct(ccMetaData)
+			if err != nil {
+				return nil, fmt.Errorf("%w: row group %d column %d: %w", ErrFormat, i, j, err)
+			}
+			if out[i][j], _, err = plainSpan(md); err != nil {
+				return nil, fmt.Errorf("%w: row group %d column %d: %w", ErrFormat, i, j, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// KeyValue is one footer key-value metadata entry.
+type KeyValue struct {
+	Key   string
+	Value []byte // nil if the optional value field is absent
+}
+
+// KeyValues returns the footer's key-value metadata, including reserved
+// padding entries.
+func (f *Footer) KeyValues() ([]KeyValue, error) {
+	v := f.meta.Field(fmdKeyValueMetadata)
+	if v == nil {
+		return nil, nil
+	}
+	if v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct {
+		return nil, fmt.Errorf("%w: key_value_metadata is not a list of structs", ErrFormat)
+	}
+	out := make([]KeyValue, 0, len(v.List.Items))
+	for _, it := range v.List.Items {
+		k, err := it.Struct.Binary(kvKey)
+		if err != nil {
+			return nil, fmt.Errorf("%w: KeyValue.key: %w", ErrFormat, err)
+		}
+		kv := KeyValue{Key: string(k)}
+		if val := it.Struct.Field(kvValue); val != nil {
+			if val.Type != thrift.TypeBinary {
+				return nil, fmt.Errorf("%w: KeyValue.value is %v", ErrFormat, val.Type)
+			}
+			kv.Value = val.Bin
+			if kv.Value == nil {
+				kv.Value = []byte{}
+			}
+		}
+		out = append(out, kv)
+	}
+	return out, nil
+}
+
+// SetPad sets the footer's one reserved padding entry (Section 11.8) to key
+// p.Key() and p.ValueLen zero bytes, always writing the value field. The
+// footer must hold exactly one key-value entry whose key starts with
+// padme.PadKey.
+func (f *Footer) SetPad(p padme.Pad) error {
+	e, err := f.padEntry()
+	if err != nil {
+		return err
+	}
+	if p.ValueLen > MaxPlaintext || uint64(f.Len())+p.ValueLen > MaxPlaintext {
+		return fmt.Errorf("%w: a pad of %d bytes does not fit a footer module", ErrTooLarge, p.ValueLen)
+	}
+	e.Set(kvKey, thrift.Binary([]byte(p.Key())))
+	e.Set(kvValue, thrift.Binary(make([]byte, p.ValueLen)))
+	return nil
+}
+
+func (f *Footer) padEntry() (*thrift.Struct, error) {
+	v := f.meta.Field(fmdKeyValueMetadata)
+	var entry *thrift.Struct
+	if v != nil && v.Type == thrift.TypeList && v.List.Elem == thrift.TypeStruct {
+		for _, it := range v.List.Items {
+			k, err := it.Struct.Binary(kvKey)
+			if err != nil || !padme.IsReserved(string(k)) {
+				continue
+			}
+			if entry != nil {
+				return nil, fmt.Errorf("%w: more than one %s entry", ErrLayout, padme.PadKey)
+			}
+			entry = it.Struct
+		}
+	}
+	if entry == nil {
+		return nil, fmt.Errorf("%w: no %s entry", ErrLayout, padme.PadKey)
+	}
+	return entry, nil
+}
+
+// StripReserved removes every key-value entry whose key starts with
+// padme.PadKey: readers must ignore them (Section 11.8) and never show them
+// to callers.
+func (f *Footer) StripReserved() {
+	v := f.meta.Field(fmdKeyValueMetadata)
+	if v == nil || v.Type != thrift.TypeList {
+		return
+	}
+	items := v.List.Items[:0]
+	for _, it := range v.List.Items {
+		if it.Struct != nil {
+			if k, err := it.Struct.Binary(kvKey); err == nil && padme.IsReserved(string(k)) {
+				continue
+			}
+		}
+		items = append(items, it)
+	}
+	clear(v.List.Items[len(items):])
+	v.List.Items = items
+	if len(items) == 0 {
+		f.meta.Delete(fmdKeyValueMetadata)
+	}
+}

@@ -1,0 +1,82 @@
+package pme
+
+import "github.com/sovm/sop-pme/internal/thrift"
+
+// Thrift field IDs of the parquet.thrift structures this package reads and
+// edits (apache/parquet-format, parquet.thrift and Encryption.md).
+const (
+	// FileMetaData
+	fmdSchema             = 2
+	fmdRowGroups          = 4
+	fmdKeyValueMetadata   = 5
+	fmdEncryptionAlgo     = 8
+	fmdFooterSigningKeyMD = 9
+
+	// SchemaElement
+	seName     = 4
+	seNumChild = 5
+	seFieldID  = 9
+
+	// KeyValue
+	kvKey   = 1
+	kvValue = 2
+
+	// RowGroup
+	rgColumns         = 1
+	rgTotalByteSize   = 2
+	rgFileOffset      = 5
+	rgTotalCompressed = 6
+	rgOrdinal         = 7
+
+	// ColumnChunk
+	ccFilePath          = 1
+	ccFileOffset        = 2
+	ccMetaData          = 3
+	ccOffsetIndexOffset = 4
+	ccOffsetIndexLength = 5
+	ccColumnIndexOffset = 6
+	ccColumnIndexLength = 7
+	ccCryptoMetadata    = 8
+	ccEncryptedColumnMD = 9
+
+	// ColumnMetaData
+	cmdTotalUncompressed = 6
+	cmdTotalCompressed   = 7
+	cmdDataPageOffset    = 9
+	cmdIndexPageOffset   = 10
+	cmdDictPageOffset    = 11
+	cmdBloomFilterOffset = 14
+	cmdBloomFilterLength = 15
+
+	// PageHeader
+	phUncompressedSize = 2
+	phCompressedSize   = 3
+
+	// FileCryptoMetaData
+	fcmAlgorithm   = 1
+	fcmKeyMetadata = 2
+
+	// EncryptionAlgorithm (a union)
+	algoAESGCMV1    = 1
+	algoAESGCMCTRV1 = 2
+
+	// AesGcmV1
+	gcmAADPrefix       = 1
+	gcmAADFileUnique   = 2
+	gcmSupplyAADPrefix = 3
+)
+
+// MaxRowGroups is the most row groups an object may have: RowGroup.ordinal is
+// a Thrift i16, and DuckDB rejects larger ordinals.
+const MaxRowGroups = 32767
+
+// Magic bytes of an encrypted-footer Parquet file, at both ends.
+var magicPARE = [4]byte{'P', 'A', 'R', 'E'}
+
+// Limits on the Thrift structures this package parses. A Parquet footer
+// nests about 9 deep; page headers and FileCryptoMetaData much less.
+var thriftLimits = thrift.Limits{MaxDepth: 24}
+
+// TrailerSize is the size in bytes of the file trailer: the u32 LE length of
+// FileCryptoMetaData plus the footer module, and "PARE".
+const TrailerSize = 8

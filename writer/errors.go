@@ -1,0 +1,31 @@
+package writer
+
+import "errors"
+
+// Errors returned (wrapped) by this package. Match them with errors.Is.
+// Errors from the blob store, from package pme and from a context pass
+// through wrapped, so errors.Is matches them too.
+var (
+	// ErrSchema reports a nil schema or one without fields.
+	ErrSchema = errors.New("writer: schema is nil or has no fields")
+	// ErrFieldID reports a column without a valid, unique Parquet field ID
+	// (Section 11.2). Every field needs one: top-level columns, struct
+	// children, list elements, map keys and values.
+	ErrFieldID = errors.New("writer: every column needs a unique, non-negative Parquet field ID")
+	// ErrReservedKey reports schema metadata whose key starts with the
+	// reserved padding key sovm:sop-pad-v1 (Section 11.8).
+	ErrReservedKey = errors.New("writer: metadata key is reserved for padding")
+	// ErrRecordSchema reports a record whose schema differs from the
+	// writer's.
+	ErrRecordSchema = errors.New("writer: record schema differs from the writer's schema")
+	// ErrClosed reports Write or Close after Close, or after a failure that
+	// aborted the object.
+	ErrClosed = errors.New("writer: writer is closed")
+	// ErrOption reports an invalid option.
+	ErrOption = errors.New("writer: invalid option")
+	// ErrPadding reports an object that would not reach its Padmé target
+	// exactly. Such an object is never published (Section 11.8).
+	ErrPadding = errors.New("writer: object does not reach its Padmé target")
+	// ErrEncode reports a failure of the Parquet encoder.
+	ErrEncode = errors.New("writer: Parquet encoding failed")
+)

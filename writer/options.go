@@ -1,0 +1,152 @@
+package writer
+
+import (
+	"context"
+	"fmt"
+)
+
+// Codec is the compression codec of data pages.
+type Codec int
+
+// The codecs. Zstd is the default.
+const (
+	Zstd Codec = iota
+	Snappy
+	Uncompressed
+)
+
+func (c Codec) String() string {
+	switch c {
+	case Zstd:
+		return "zstd"
+	case Snappy:
+		return "snappy"
+	case Uncompressed:
+		return "uncompressed"
+	}
+	return fmt.Sprintf("Codec(%d)", int(c))
+}
+
+// DataPageVersion selects the Parquet data page format.
+type DataPageVersion int
+
+// The data page versions. V1 is the default; DuckDB reads both.
+const (
+	DataPageV1 DataPageVersion = 1
+	DataPageV2 DataPageVersion = 2
+)
+
+// Defaults of the options.
+const (
+	DefaultRowGroupRows  = 1 << 20
+	DefaultRowGroupBytes = 128 << 20
+	DefaultDataPageSize  = 1 << 20
+)
+
+type config struct {
+	ctx           context.Context
+	codec         Codec
+	rowGroupRows  int64
+	rowGroupBytes int64
+	dataPageSize  int64
+	pageVersion   DataPageVersion
+	dictionary    bool
+}
+
+func defaultConfig() config {
+	return config{
+		ctx:           context.Background(),
+		codec:         Zstd,
+		rowGroupRows:  DefaultRowGroupRows,
+		rowGroupBytes: DefaultRowGroupBytes,
+		dataPageSize:  DefaultDataPageSize,
+		pageVersion:   DataPageV1,
+		dictionary:    true,
+	}
+}
+
+// An Option configures a Writer. Options are checked by New, which returns an
+// error matching ErrOption for a bad one.
+type Option func(*config) error
+
+// WithCodec sets the compression codec of data pages (default Zstd).
+func WithCodec(c Codec) Option {
+	return func(cfg *config) error {
+		if c < Zstd || c > Uncompressed {
+			return fmt.Errorf("%w: codec %v", ErrOption, c)
+		}
+		cfg.codec = c
+		return nil
+	}
+}
+
+// WithRowGroupRows sets the most rows a row group holds (default
+// DefaultRowGroupRows). The writer buffers one row group in memory.
+func WithRowGroupRows(n int64) Option {
+	return func(cfg *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: row group of %d rows", ErrOption, n)
+		}
+		cfg.rowGroupRows = n
+		return nil
+	}
+}
+
+// WithRowGroupBytes sets the encoded size in bytes at which a row group is
+// closed even if it has fewer rows than the row limit (default
+// DefaultRowGroupBytes). It bounds the writer's memory: about twice this
+// size is buffered while a row group is encoded and sealed.
+func WithRowGroupBytes(n int64) Option {
+	return func(cfg *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: row group of %d bytes", ErrOption, n)
+		}
+		cfg.rowGroupBytes = n
+		return nil
+	}
+}
+
+// WithDataPageSize sets the target size in bytes of a data page (default
+// DefaultDataPageSize).
+func WithDataPageSize(n int64) Option {
+	return func(cfg *config) error {
+		if n <= 0 || n > 1<<30 {
+			return fmt.Errorf("%w: data page size %d", ErrOption, n)
+		}
+		cfg.dataPageSize = n
+		return nil
+	}
+}
+
+// WithDataPageVersion selects data page format V1 (default) or V2.
+func WithDataPageVersion(v DataPageVersion) Option {
+	return func(cfg *config) error {
+		if v != DataPageV1 && v != DataPageV2 {
+			return fmt.Errorf("%w: data page version %d", ErrOption, v)
+		}
+		cfg.pageVersion = v
+		return nil
+	}
+}
+
+// WithDictionary turns dictionary encoding on (the default) or off, in which
+// case every column is written in plain encoding.
+func WithDictionary(on bool) Option {
+	return func(cfg *config) error {
+		cfg.dictionary = on
+		return nil
+	}
+}
+
+// WithContext bounds the whole write by ctx: once ctx is done, Write and
+// Close fail with its error and nothing is published. Close's own context
+// applies as well.
+func WithContext(ctx context.Context) Option {
+	return func(cfg *config) error {
+		if ctx == nil {
+			return fmt.Errorf("%w: nil context", ErrOption)
+		}
+		cfg.ctx = ctx
+		return nil
+	}
+}

@@ -1,0 +1,280 @@
+// Package writer writes SOP-PME-1 objects: Arrow records in; out, an
+// encrypted Parquet object, padded to its Padmé size and imported into a blob
+// store, whose BLAKE3 root hash is the object's storage_id. It implements the
+// writer pipeline of SOP-PME-1 Section 11.12, in its normative order.
+//
+// Every object gets a fresh random DEK (Section 11.2) and a fresh random
+// key_ref (Section 11.5); the footer is encrypted (Section 11.4); every
+// module is AES-GCM with the empty AAD, as DuckDB writes it (Section 11.3);
+// the object reaches Padmé(L) exactly or is not published (Section 11.8).
+// Plaintext and the DEK are never written to disk: what is staged in the
+// store is ciphertext only.
+//
+// Column field IDs are mandatory (Section 11.2): every field of the schema,
+// nested fields included, carries the Arrow field metadata key
+// "PARQUET:field_id" (FieldIDKey) with a unique non-negative integer.
+//
+// A Writer is not safe for concurrent use.
+package writer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/keyref"
+	"github.com/sovm/sop-pme/padme"
+	"github.com/sovm/sop-pme/pme"
+)
+
+// A Writer writes one SOP-PME-1 object. Call Write for each record, then
+// Close, which publishes the object and describes it.
+type Writer struct {
+	cfg     config
+	schema  *arrow.Schema
+	dek     pme.DEK
+	pending blobs.Pending
+	out     *counter
+	rf      *pme.Reframer
+	fw      *pqarrow.FileWriter
+
+	rowGroups int   // row groups opened in the encoder
+	rgRows    int64 // rows in the open row group
+	rgFull    bool  // the open row group takes no more rows
+	closed    bool
+	err       error
+}
+
+// New starts an object with the given schema in store. The schema is checked
+// before anything is staged: it must have at least one field, and every
+// field needs a valid, unique field ID (ErrFieldID).
+func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkSchema(schema); err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrOption)
+	}
+	if err := cfg.ctx.Err(); err != nil {
+		return nil, err
+	}
+	pending, err := store.Create(cfg.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("writer: staging object: %w", err)
+	}
+	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending}
+	w.out = &counter{w: bufio.NewWriterSize(pending, 1<<20)}
+	w.rf = pme.NewReframer(w.out, w.dek)
+	w.fw, err = pqarrow.NewFileWriter(schema, plainSink{w.rf}, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		w.abort(err)
+		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	return w, nil
+}
+
+func (cfg config) parquetProps() *parquet.WriterProperties {
+	codec := map[Codec]compress.Compression{
+		Zstd:         compress.Codecs.Zstd,
+		Snappy:       compress.Codecs.Snappy,
+		Uncompressed: compress.Codecs.Uncompressed,
+	}[cfg.codec]
+	version := parquet.DataPageV1
+	if cfg.pageVersion == DataPageV2 {
+		version = parquet.DataPageV2
+	}
+	return parquet.NewWriterProperties(
+		parquet.WithCompression(codec),
+		parquet.WithMaxRowGroupLength(cfg.rowGroupRows),
+		parquet.WithDataPageSize(cfg.dataPageSize),
+		parquet.WithDataPageVersion(version),
+		parquet.WithDictionaryDefault(cfg.dictionary),
+		parquet.WithStats(true),
+		// SOP-PME-1, as DuckDB, has no page index and no bloom filters.
+		parquet.WithPageIndexEnabled(false),
+		parquet.WithBloomFilterEnabled(false),
+	)
+}
+
+// plainSink hides the Reframer's Close from arrow-go, which closes its sink
+// if it can.
+type plainSink struct{ rf *pme.Reframer }
+
+func (s plainSink) Write(p []byte) (int, error) { return s.rf.Write(p) }
+
+// counter buffers and counts the ciphertext on its way to the store.
+type counter struct {
+	w *bufio.Writer
+	n uint64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += uint64(n)
+	return n, err
+}
+
+func (c *counter) Flush() error { return c.w.Flush() }
+
+// Write adds the rows of rec to the object. rec's schema must equal the
+// writer's. Rows are buffered into row groups; each full row group is
+// encoded, sealed and staged before the next begins.
+func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	if rec == nil || !rec.Schema().Equal(w.schema) {
+		return ErrRecordSchema
+	}
+	if err := w.cfg.ctx.Err(); err != nil {
+		return w.abort(err)
+	}
+	for off, n := int64(0), rec.NumRows(); off < n; {
+		if w.rgFull || w.rowGroups == 0 {
+			if err := w.nextRowGroup(); err != nil {
+				return w.abort(err)
+			}
+		}
+		take := min(n-off, w.cfg.rowGroupRows-w.rgRows)
+		part := rec
+		if off != 0 || take != n {
+			part = rec.NewSlice(off, off+take)
+		}
+		err := w.fw.WriteBuffered(part)
+		if part != rec {
+			part.Release()
+		}
+		if err != nil {
+			return w.abort(fmt.Errorf("%w: %w", ErrEncode, err))
+		}
+		off += take
+		w.rgRows += take
+		w.rgFull = w.rgRows >= w.cfg.rowGroupRows || w.fw.RowGroupTotalCompressedBytes() >= w.cfg.rowGroupBytes
+	}
+	return nil
+}
+
+// nextRowGroup closes the open row group, if any, seals it, and opens the
+// next.
+func (w *Writer) nextRowGroup() error {
+	if w.rowGroups >= pme.MaxRowGroups {
+		return fmt.Errorf("%w: more than %d row groups", pme.ErrTooLarge, pme.MaxRowGroups)
+	}
+	if err := w.fw.NewBufferedRowGroupChecked(); err != nil {
+		return fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	w.rowGroups++
+	w.rgRows, w.rgFull = 0, false
+	if w.rowGroups > 1 {
+		return w.flushRowGroup(w.rowGroups - 2)
+	}
+	return nil
+}
+
+// flushRowGroup hands the column chunks of closed row group i to the
+// Reframer, which seals them and drops their plaintext.
+func (w *Writer) flushRowGroup(i int) error {
+	md, err := w.fw.FileMetadata()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	rg := md.RowGroup(i)
+	spans := make([]pme.Span, rg.NumColumns())
+	for j := range spans {
+		cc, err := rg.ColumnChunk(j)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrEncode, err)
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+			start = cc.DictionaryPageOffset()
+		}
+		spans[j] = pme.Span{Off: start, Len: cc.TotalCompressedSize()}
+	}
+	return w.rf.FlushRowGroup(spans)
+}
+
+// Close finishes the object and publishes it: the encoder writes its footer,
+// the footer is sealed, the key_ref is written, the object is padded to its
+// Padmé size, and the bytes are committed to the store (Section 11.12). On
+// any error nothing is published and the staged bytes are discarded. Close
+// returns ErrClosed if called again.
+func (w *Writer) Close(ctx context.Context) (Object, error) {
+	if w.closed {
+		return Object{}, ErrClosed
+	}
+	w.closed = true
+	if w.err != nil {
+		return Object{}, w.err
+	}
+	obj, err := w.finish(ctx)
+	if err != nil {
+		return Object{}, w.abort(err)
+	}
+	return obj, nil
+}
+
+func (w *Writer) finish(ctx context.Context) (Object, error) {
+	if err := errors.Join(ctx.Err(), w.cfg.ctx.Err()); err != nil {
+		return Object{}, err
+	}
+	// Step 1: the encoder finishes. The padding entry is present, empty,
+	// on every object, so that L includes it (Section 11.8).
+	if err := w.fw.AppendKeyValueMetadata(padme.PadKey, ""); err != nil {
+		return Object{}, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	if err := w.fw.Close(); err != nil {
+		return Object{}, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	if w.rowGroups > 0 {
+		if err := w.flushRowGroup(w.rowGroups - 1); err != nil {
+			return Object{}, err
+		}
+	}
+	step1 := encoded{rf: w.rf, dek: w.dek}
+	// Steps 2 to 5.
+	step2, err := step1.encrypt()
+	if err != nil {
+		return Object{}, err
+	}
+	step3, err := step2.withKeyRef(keyref.New())
+	if err != nil {
+		return Object{}, err
+	}
+	step4, err := step3.pad()
+	if err != nil {
+		return Object{}, err
+	}
+	return step4.publish(ctx, w.out, w.pending)
+}
+
+// abort records err, discards the staged bytes, and returns err. Later
+// calls of Write and Close return err.
+func (w *Writer) abort(err error) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.err = err
+	if w.fw != nil {
+		w.fw.Close() // releases arrow-go's buffers; its output goes nowhere
+	}
+	if w.pending != nil {
+		w.pending.Abort()
+	}
+	return err
+}
