@@ -3,6 +3,9 @@ package writer
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
+
+	"github.com/sovm/sop-pme/padme"
 )
 
 // Codec is the compression codec of data pages.
@@ -51,6 +54,7 @@ type config struct {
 	dataPageSize  int64
 	pageVersion   DataPageVersion
 	dictionary    bool
+	keyValues     [][2]string
 }
 
 func defaultConfig() config {
@@ -147,6 +151,23 @@ func WithContext(ctx context.Context) Option {
 			return fmt.Errorf("%w: nil context", ErrOption)
 		}
 		cfg.ctx = ctx
+		return nil
+	}
+}
+
+// WithMetadata adds a key-value entry to the object's footer metadata. The
+// footer is encrypted, so the entry is not visible to untrusted storage
+// (Section 11.4). Keys starting with the reserved padding key
+// sovm:sop-pad-v1 are refused with ErrReservedKey (Section 11.8).
+func WithMetadata(key, value string) Option {
+	return func(cfg *config) error {
+		if padme.IsReserved(key) {
+			return fmt.Errorf("%w: %q", ErrReservedKey, key)
+		}
+		if !utf8.ValidString(key) || !utf8.ValidString(value) {
+			return fmt.Errorf("%w: metadata must be UTF-8", ErrOption)
+		}
+		cfg.keyValues = append(cfg.keyValues, [2]string{key, value})
 		return nil
 	}
 }

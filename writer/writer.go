@@ -235,6 +235,11 @@ func (w *Writer) finish(ctx context.Context) (Object, error) {
 	}
 	// Step 1: the encoder finishes. The padding entry is present, empty,
 	// on every object, so that L includes it (Section 11.8).
+	for _, kv := range w.cfg.keyValues {
+		if err := w.fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
+			return Object{}, fmt.Errorf("%w: %w", ErrEncode, err)
+		}
+	}
 	if err := w.fw.AppendKeyValueMetadata(padme.PadKey, ""); err != nil {
 		return Object{}, fmt.Errorf("%w: %w", ErrEncode, err)
 	}

@@ -1,0 +1,135 @@
+package pme
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sovm/sop-pme/internal/thrift"
+)
+
+// SchemaElement fields and annotations that decide which schema nodes are
+// columns a user named, and which are the synthetic groups of the LIST and
+// MAP encodings (parquet-format LogicalTypes.md, "Nested Types").
+const (
+	seConvertedType = 6
+	seLogicalType   = 10
+
+	convertedMap  = 1
+	convertedList = 3
+
+	logicalMap  = 2
+	logicalList = 3
+)
+
+// A Field is a node of the Parquet schema that a user named: a column, a
+// struct, a list or a map, or a list element, map key or map value. The root
+// and the synthetic repeated groups of LIST and MAP are not Fields.
+type Field struct {
+	Path    string // dotted path from the root, synthetic groups omitted
+	ID      int32  // SchemaElement.field_id
+	HasID   bool   // whether field_id is present
+	NumLeaf int    // how many leaf columns lie under this node (1 for a leaf)
+}
+
+// Fields returns the named fields of the footer's schema in schema order
+// (depth first), with their field IDs (Section 11.2).
+func (f *Footer) Fields() ([]Field, error) {
+	v := f.meta.Field(fmdSchema)
+	if v == nil || v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct || len(v.List.Items) == 0 {
+		return nil, fmt.Errorf("%w: FileMetaData.schema missing or malformed", ErrFormat)
+	}
+	w := schemaWalk{items: v.List.Items}
+	root := w.items[0].Struct
+	nroot, err := numChildren(root)
+	if err != nil {
+		return nil, err
+	}
+	w.pos = 1
+	for range nroot {
+		if _, err := w.node(nil, false, 1); err != nil {
+			return nil, err
+		}
+	}
+	if w.pos != len(w.items) {
+		return nil, fmt.Errorf("%w: schema has %d elements after the tree", ErrFormat, len(w.items)-w.pos)
+	}
+	return w.out, nil
+}
+
+type schemaWalk struct {
+	items []thrift.Value
+	pos   int
+	out   []Field
+}
+
+// node walks the element at w.pos and its subtree and returns how many
+// leaves it has. synthetic marks the repeated group directly under a LIST or
+// MAP annotated group.
+func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error) {
+	if w.pos >= len(w.items) || depth > 64 {
+		return 0, fmt.Errorf("%w: schema tree is truncated or too deep", ErrFormat)
+	}
+	e := w.items[w.pos].Struct
+	w.pos++
+	name, err := e.Binary(seName)
+	if err != nil {
+		return 0, fmt.Errorf("%w: SchemaElement.name: %w", ErrFormat, err)
+	}
+	n, err := numChildren(e)
+	if err != nil {
+		return 0, err
+	}
+	self := -1
+	if !synthetic {
+		path = append(path, string(name))
+		fd := Field{Path: strings.Join(path, ".")}
+		if v := e.Field(seFieldID); v != nil && v.Type == thrift.TypeI32 {
+			fd.ID, fd.HasID = int32(v.Int), true
+		}
+		self = len(w.out)
+		w.out = append(w.out, fd)
+	}
+	if n == 0 {
+		if self >= 0 {
+			w.out[self].NumLeaf = 1
+		}
+		return 1, nil
+	}
+	wrapper := isListOrMap(e)
+	leaves := 0
+	for range n {
+		l, err := w.node(path, wrapper, depth+1)
+		if err != nil {
+			return 0, err
+		}
+		leaves += l
+	}
+	if self >= 0 {
+		w.out[self].NumLeaf = leaves
+	}
+	return leaves, nil
+}
+
+func numChildren(e *thrift.Struct) (int, error) {
+	v := e.Field(seNumChild)
+	if v == nil {
+		return 0, nil
+	}
+	if v.Type != thrift.TypeI32 || v.Int < 0 || v.Int > 1<<20 {
+		return 0, fmt.Errorf("%w: SchemaElement.num_children", ErrFormat)
+	}
+	return int(v.Int), nil
+}
+
+func isListOrMap(e *thrift.Struct) bool {
+	if v := e.Field(seConvertedType); v != nil && v.Type == thrift.TypeI32 {
+		switch v.Int {
+		case convertedMap, convertedList:
+			return true
+		}
+	}
+	if lt, err := e.Struct(seLogicalType); err == nil {
+		return lt.Field(logicalMap) != nil || lt.Field(logicalList) != nil
+	}
+	return false
+}
