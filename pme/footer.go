@@ -271,10 +271,39 @@ func (f *Footer) padEntry() (*thrift.Struct, error) {
 	return entry, nil
 }
 
-// StripReserved removes every key-value entry whose key starts with
-// padme.PadKey: readers must ignore them (Section 11.8) and never show them
-// to callers.
-func (f *Footer) StripReserved() {
+// StripForReading prepares a decrypted footer for a Parquet decoder: it
+// removes every key-value entry whose key starts with padme.PadKey, which
+// readers must ignore and never show (Section 11.8), and every reference to
+// bytes outside the column chunks (page indexes, bloom filters, column
+// crypto metadata), which a SOP-PME-1 reader never reads.
+func (f *Footer) StripForReading() {
+	f.stripReserved()
+	rgs, err := f.rowGroups()
+	if err != nil {
+		return
+	}
+	for _, rg := range rgs {
+		cols, err := rg.List(rgColumns)
+		if err != nil {
+			continue
+		}
+		for _, v := range cols.Items {
+			if v.Struct == nil {
+				continue
+			}
+			for id := int16(ccOffsetIndexOffset); id <= ccEncryptedColumnMD; id++ {
+				v.Struct.Delete(id)
+			}
+			if md, err := v.Struct.Struct(ccMetaData); err == nil {
+				md.Delete(cmdIndexPageOffset)
+				md.Delete(cmdBloomFilterOffset)
+				md.Delete(cmdBloomFilterLength)
+			}
+		}
+	}
+}
+
+func (f *Footer) stripReserved() {
 	v := f.meta.Field(fmdKeyValueMetadata)
 	if v == nil || v.Type != thrift.TypeList {
 		return

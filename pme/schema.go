@@ -28,7 +28,11 @@ type Field struct {
 	Path    string // dotted path from the root, synthetic groups omitted
 	ID      int32  // SchemaElement.field_id
 	HasID   bool   // whether field_id is present
-	NumLeaf int    // how many leaf columns lie under this node (1 for a leaf)
+	// The leaf columns under this field (the field itself if it is a leaf)
+	// are FirstLeaf, FirstLeaf+1, ..., FirstLeaf+NumLeaf-1, in the
+	// column order of row groups.
+	FirstLeaf int
+	NumLeaf   int
 }
 
 // Fields returns the named fields of the footer's schema in schema order
@@ -57,9 +61,10 @@ func (f *Footer) Fields() ([]Field, error) {
 }
 
 type schemaWalk struct {
-	items []thrift.Value
-	pos   int
-	out   []Field
+	items  []thrift.Value
+	pos    int
+	leaves int // leaves seen so far
+	out    []Field
 }
 
 // node walks the element at w.pos and its subtree and returns how many
@@ -82,7 +87,7 @@ func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error)
 	self := -1
 	if !synthetic {
 		path = append(path, string(name))
-		fd := Field{Path: strings.Join(path, ".")}
+		fd := Field{Path: strings.Join(path, "."), FirstLeaf: w.leaves}
 		if v := e.Field(seFieldID); v != nil && v.Type == thrift.TypeI32 {
 			fd.ID, fd.HasID = int32(v.Int), true
 		}
@@ -93,6 +98,7 @@ func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error)
 		if self >= 0 {
 			w.out[self].NumLeaf = 1
 		}
+		w.leaves++
 		return 1, nil
 	}
 	wrapper := isListOrMap(e)

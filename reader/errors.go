@@ -1,0 +1,26 @@
+package reader
+
+import "errors"
+
+// Errors returned (wrapped) by this package. Errors of verification
+// (verify.ErrVerify, verify.ErrSize), of decryption and format (pme.ErrAuth,
+// pme.ErrFormat, pme.ErrUnsupported, pme.ErrPlaintextFooter), of the store
+// (blobs.ErrNotFound) and of the KeyResolver pass through wrapped, so
+// errors.Is matches them too.
+var (
+	// ErrNoKey reports that the KeyResolver has no DEK for the storage_id.
+	// Resolvers should wrap it.
+	ErrNoKey = errors.New("reader: no key for this storage_id")
+	// ErrFormat reports an object whose layout this reader cannot read: a
+	// footer region that does not fit the object, a column chunk outside the
+	// data region, a read outside every column chunk.
+	ErrFormat = errors.New("reader: malformed object")
+	// ErrField reports a projection by a field ID the schema does not have.
+	ErrField = errors.New("reader: no field with this field ID")
+	// ErrRowGroup reports a row-group index out of range.
+	ErrRowGroup = errors.New("reader: no such row group")
+	// ErrOption reports an invalid option.
+	ErrOption = errors.New("reader: invalid option")
+	// ErrClosed reports use of a closed Reader.
+	ErrClosed = errors.New("reader: reader is closed")
+)

@@ -1,0 +1,370 @@
+// Package reader reads SOP-PME-1 objects back as Arrow records, through byte
+// ranges verified against the object's storage_id. It implements the read
+// side of SOP-PME-1 Sections 11.5–11.8 and the integrity layer of Section
+// 11.10.
+//
+// A Reader is opened by storage_id. It proves the object's size from its
+// verified last bytes (Section 11.8), reads and verifies the footer region,
+// asks a KeyResolver for the object's DEK by storage_id (never by the
+// key_ref, Section 11.5), and decrypts the footer. A Scan then fetches, for
+// each row group it reads, the column chunks it projects, each one verified
+// against storage_id before it is decrypted and decoded. No other path to
+// the object's bytes exists: the package obtains them only from a
+// verify.Reader (Section 11.10), and exports none.
+//
+// A projection verifies the footer and the chunks it reads, not the object.
+// Only Verify, which checks every byte, makes an object count as verified.
+//
+// Nothing here answers from footer metadata: the package offers no row
+// counts or statistics; counts come from the rows a Scan materialises
+// (Section 11.10).
+package reader
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/verify"
+)
+
+// A KeyResolver finds the DEK of an object by its storage_id. In SOP the path
+// is storage_id → ObjectManifest + current AccessRecord → DEK (Section 11.5);
+// the key_ref inside the object is never used to find a key. Package keyring
+// implements one over DEKs wrapped under a key-encryption key.
+//
+// A resolver that has no key for id returns an error wrapping ErrNoKey.
+type KeyResolver interface {
+	ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error)
+}
+
+// DefaultMaxFooterSize is the default limit on the footer region
+// (FileCryptoMetaData plus the footer module), in bytes. Padding lives in the
+// footer, so a footer can hold up to about 3 % of a large object.
+const DefaultMaxFooterSize = 256 << 20
+
+// minObjectSize is "PARE", the smallest FileCryptoMetaData (5 bytes), an
+// empty footer module (32 bytes) and the trailer.
+const minObjectSize = 4 + 5 + pme.Overhead + pme.TrailerSize
+
+// A Reader reads one SOP-PME-1 object. It is safe for concurrent use; each
+// Scan reads independently.
+type Reader struct {
+	id       storageid.ID
+	vr       *verify.Reader
+	src      verify.Source
+	dek      pme.DEK
+	meta     *metadata.FileMetaData // the decrypted footer, padding entries removed
+	schema   *arrow.Schema
+	fields   []pme.Field
+	chunks   []pme.Span // every column chunk, sorted by offset
+	nrg      int
+	alloc    memory.Allocator
+	verified atomic.Bool
+}
+
+// An Option configures Open.
+type Option func(*config) error
+
+type config struct {
+	maxFooter int64
+	alloc     memory.Allocator
+	verify    []verify.Option
+}
+
+// WithMaxFooterSize sets the largest footer region Open accepts, in bytes
+// (default DefaultMaxFooterSize).
+func WithMaxFooterSize(n int64) Option {
+	return func(c *config) error {
+		if n < minObjectSize {
+			return fmt.Errorf("%w: max footer size %d", ErrOption, n)
+		}
+		c.maxFooter = n
+		return nil
+	}
+}
+
+// WithAllocator sets the Arrow allocator for the records a Scan returns.
+func WithAllocator(mem memory.Allocator) Option {
+	return func(c *config) error {
+		if mem == nil {
+			return fmt.Errorf("%w: nil allocator", ErrOption)
+		}
+		c.alloc = mem
+		return nil
+	}
+}
+
+// WithExpectedSize makes Open fail (with verify.ErrSize) unless the object's
+// proven size is size: for a caller whose catalog records it.
+func WithExpectedSize(size int64) Option {
+	return func(c *config) error {
+		c.verify = append(c.verify, verify.WithExpectedSize(size))
+		return nil
+	}
+}
+
+// Open opens the object src holds under id. It verifies the object's last
+// group (proving its size), reads the footer region through verified
+// ranges, resolves the DEK by id with keys, and decrypts and parses the
+// footer. It reads nothing else.
+func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResolver, opts ...Option) (*Reader, error) {
+	cfg := config{maxFooter: DefaultMaxFooterSize, alloc: memory.DefaultAllocator}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if src == nil || keys == nil {
+		return nil, fmt.Errorf("%w: nil source or key resolver", ErrOption)
+	}
+	vr, err := verify.NewReader(ctx, src, id, cfg.verify...)
+	if err != nil {
+		return nil, fmt.Errorf("reader: opening %s: %w", id, err)
+	}
+	size := vr.Size()
+	if size < minObjectSize {
+		return nil, fmt.Errorf("%w: object of %d bytes", ErrFormat, size)
+	}
+	head := make([]byte, 4)
+	if _, err := vr.ReadAtContext(ctx, head, 0); err != nil {
+		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
+	}
+	if string(head) != "PARE" {
+		return nil, fmt.Errorf("%w: object does not start with PARE", pme.ErrFormat)
+	}
+	trailer := make([]byte, pme.TrailerSize)
+	if _, err := vr.ReadAtContext(ctx, trailer, size-pme.TrailerSize); err != nil {
+		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
+	}
+	flen, err := pme.ParseTrailer(trailer)
+	if err != nil {
+		return nil, err
+	}
+	dataEnd := size - pme.TrailerSize - int64(flen)
+	if int64(flen) > cfg.maxFooter || dataEnd < 4 {
+		return nil, fmt.Errorf("%w: footer region of %d bytes in an object of %d", ErrFormat, flen, size)
+	}
+	region := make([]byte, flen)
+	if _, err := vr.ReadAtContext(ctx, region, dataEnd); err != nil {
+		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
+	}
+	tail, err := pme.ParseFooterRegion(region)
+	if err != nil {
+		return nil, err
+	}
+	dek, err := keys.ResolveDEK(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reader: resolving the key of %s: %w", id, err)
+	}
+	footer, err := pme.OpenFooter(dek, tail.FooterBody)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{id: id, vr: vr, src: src, dek: dek, alloc: cfg.alloc}
+	if err := r.load(footer, dataEnd); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// load checks the footer's column chunks against the data region and builds
+// what Scan needs.
+func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
+	rgs, err := footer.ColumnChunks()
+	if err != nil {
+		return err
+	}
+	for i, rg := range rgs {
+		for j, c := range rg {
+			if c.Off < 4 || c.End() > dataEnd {
+				return fmt.Errorf("%w: row group %d column %d at [%d, %d) is outside the data region [4, %d)", ErrFormat, i, j, c.Off, c.End(), dataEnd)
+			}
+			r.chunks = append(r.chunks, c)
+		}
+	}
+	slices.SortFunc(r.chunks, func(a, b pme.Span) int { return int(min(max(a.Off-b.Off, -1), 1)) })
+	for i := 1; i < len(r.chunks); i++ {
+		if r.chunks[i].Off < r.chunks[i-1].End() {
+			return fmt.Errorf("%w: column chunks overlap at %d", ErrFormat, r.chunks[i].Off)
+		}
+	}
+	r.nrg = len(rgs)
+	if r.fields, err = footer.Fields(); err != nil {
+		return err
+	}
+	// Readers must ignore the padding entries (Section 11.8); this one
+	// removes them before arrow-go, or a caller, can see them.
+	footer.StripForReading()
+	if r.meta, err = metadata.NewFileMetaData(footer.Append(nil), nil); err != nil {
+		return fmt.Errorf("%w: footer: %v", pme.ErrFormat, err)
+	}
+	pf, err := r.open(context.Background())
+	if err != nil {
+		return err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, r.alloc)
+	if err != nil {
+		return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+	}
+	if r.schema, err = fr.Schema(); err != nil {
+		return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+	}
+	return nil
+}
+
+func (r *Reader) open(ctx context.Context) (*file.Reader, error) {
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size()}
+	props := parquet.NewReaderProperties(r.alloc)
+	pf, err := file.NewParquetReader(view, file.WithMetadata(r.meta), file.WithReadProps(props))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)
+	}
+	return pf, nil
+}
+
+// ID returns the object's storage_id.
+func (r *Reader) ID() storageid.ID { return r.id }
+
+// Size returns the object's size in bytes, as proven from its last group.
+func (r *Reader) Size() int64 { return r.vr.Size() }
+
+// Schema returns the object's Arrow schema. Every field carries its Parquet
+// field ID in the field metadata under "PARQUET:field_id". Footer metadata
+// entries reserved for padding are not in the schema's metadata.
+func (r *Reader) Schema() *arrow.Schema { return r.schema }
+
+// NumRowGroups returns the number of row groups, for WithRowGroups. It is
+// the structure of the object, not an answer about its data.
+func (r *Reader) NumRowGroups() int { return r.nrg }
+
+// Verified reports whether Verify has succeeded on this Reader. Reads and
+// projections never make it true (Section 11.10).
+func (r *Reader) Verified() bool { return r.verified.Load() }
+
+// Verify checks every byte of the object against its storage_id (Section
+// 11.10): the only operation after which the object counts as verified.
+func (r *Reader) Verify(ctx context.Context) error {
+	if err := verify.Verify(ctx, r.src, r.id, verify.WithExpectedSize(r.vr.Size())); err != nil {
+		return err
+	}
+	r.verified.Store(true)
+	return nil
+}
+
+// A ScanOption configures Scan.
+type ScanOption func(*scanConfig) error
+
+type scanConfig struct {
+	fieldIDs  []int32
+	rowGroups []int
+	batch     int64
+}
+
+// WithFields projects the scan to the fields with these Parquet field IDs
+// (top-level or nested: a nested field brings its enclosing fields with it,
+// pruned to it). The default is every field.
+func WithFields(ids ...int32) ScanOption {
+	return func(c *scanConfig) error {
+		c.fieldIDs = append(c.fieldIDs, ids...)
+		return nil
+	}
+}
+
+// WithRowGroups restricts the scan to these row groups, in this order.
+func WithRowGroups(idx ...int) ScanOption {
+	return func(c *scanConfig) error {
+		c.rowGroups = append(c.rowGroups, idx...)
+		return nil
+	}
+}
+
+// WithBatchSize sets the most rows per record (default 65536).
+func WithBatchSize(n int64) ScanOption {
+	return func(c *scanConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: batch size %d", ErrOption, n)
+		}
+		c.batch = n
+		return nil
+	}
+}
+
+// Scan returns a reader of the object's rows as Arrow records, projected and
+// restricted by opts. It reads one row group at a time: memory is bounded by
+// the projected column chunks of one row group. Each chunk is verified
+// against storage_id before it is decrypted; a chunk that fails makes the
+// record reader fail, with an error matching verify.ErrVerify (or
+// pme.ErrAuth), before any of its rows are returned. ctx bounds the scan.
+func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordReader, error) {
+	cfg := scanConfig{batch: 1 << 16}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	var cols []int
+	if len(cfg.fieldIDs) > 0 {
+		var err error
+		if cols, err = r.leaves(cfg.fieldIDs); err != nil {
+			return nil, err
+		}
+	}
+	rgs := cfg.rowGroups
+	for _, i := range rgs {
+		if i < 0 || i >= r.nrg {
+			return nil, fmt.Errorf("%w: %d of %d", ErrRowGroup, i, r.nrg)
+		}
+	}
+	if rgs == nil {
+		rgs = make([]int, r.nrg)
+		for i := range rgs {
+			rgs[i] = i
+		}
+	}
+	pf, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch}, r.alloc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, cols, rgs)
+	if err != nil {
+		return nil, fmt.Errorf("reader: %w", err)
+	}
+	return rr, nil
+}
+
+// leaves maps field IDs to the indices of the leaf columns under them.
+func (r *Reader) leaves(ids []int32) ([]int, error) {
+	var cols []int
+	for _, id := range ids {
+		found := false
+		for _, f := range r.fields {
+			if f.HasID && f.ID == id {
+				for i := range f.NumLeaf {
+					cols = append(cols, f.FirstLeaf+i)
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: %d", ErrField, id)
+		}
+	}
+	slices.Sort(cols)
+	return slices.Compact(cols), nil
+}

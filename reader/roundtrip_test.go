@@ -1,0 +1,77 @@
+package reader_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/writer"
+)
+
+func fid(id int) arrow.Metadata {
+	return arrow.NewMetadata([]string{writer.FieldIDKey}, []string{strconv.Itoa(id)})
+}
+
+func TestRoundTripSmoke(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(1)},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: fid(2)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := 0; i < 100000; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).Append("v" + strconv.Itoa(i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	st := newMemStore()
+	w, err := writer.New(st, schema, writer.WithRowGroupRows(30000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := w.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("schema %v, %d row groups, fetched %d bytes in %d slices of a %d-byte object", r.Schema(), r.NumRowGroups(), st.fetched.Load(), st.slices.Load(), obj.Size)
+	rr, err := r.Scan(ctx, reader.WithFields(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	var n, sum int64
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		col := rec.Column(0).(*array.Int64)
+		for i := 0; i < col.Len(); i++ {
+			sum += col.Value(i)
+		}
+		n += rec.NumRows()
+	}
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("n=%d sum=%d fetched %d bytes in %d slices", n, sum, st.fetched.Load(), st.slices.Load())
+	if n != 100000 || sum != 99999*100000/2 {
+		t.Fatalf("n=%d sum=%d", n, sum)
+	}
+	if r.Verified() {
+		t.Fatal("verified after a projection")
+	}
+	if err := r.Verify(ctx); err != nil || !r.Verified() {
+		t.Fatal(err)
+	}
+}
