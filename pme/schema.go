@@ -25,9 +25,9 @@ const (
 // struct, a list or a map, or a list element, map key or map value. The root
 // and the synthetic repeated groups of LIST and MAP are not Fields.
 type Field struct {
-	Path    string // dotted path from the root, synthetic groups omitted
-	ID      int32  // SchemaElement.field_id
-	HasID   bool   // whether field_id is present
+	Path  string // dotted path from the root, synthetic groups omitted
+	ID    int32  // SchemaElement.field_id
+	HasID bool   // whether field_id is present
 	// The leaf columns under this field (the field itself if it is a leaf)
 	// are FirstLeaf, FirstLeaf+1, ..., FirstLeaf+NumLeaf-1, in the
 	// column order of row groups.

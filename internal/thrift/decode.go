@@ -46,9 +46,9 @@ type Limits struct {
 	// top-level struct is at depth 1, a struct in one of its fields at
 	// depth 2. Parquet's FileMetaData nests about 9 deep.
 	MaxDepth int
-	// MaxNodes is the largest number of values (structs, fields, list, set
-	// and map elements, keys and values) in one decoded tree. Each costs
-	// about 100 bytes of memory.
+	// MaxNodes is the largest number of values (fields, and list, set and
+	// map elements, keys and values) in one decoded tree. Each costs 72 to
+	// 104 bytes of memory (on 64-bit platforms).
 	MaxNodes int
 }
 
@@ -74,10 +74,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	return l
 }
-
-// preallocMax caps the capacity allocated up front for a container from its
-// (untrusted) element count; larger containers grow by append.
-const preallocMax = 64
 
 // Decode decodes one struct from the start of b and returns it together with
 // the number of bytes it used. Bytes after the struct are allowed and ignored
@@ -110,7 +106,15 @@ type decoder struct {
 	pos   int
 	lim   Limits
 	nodes int
-	ids   []int16 // scratch space for the duplicate field ID check
+	// pending is the number of input bytes that the elements promised by
+	// open lists, sets and maps, and not yet begun, take at least. A valid
+	// input always has that many bytes left, so a count or length that
+	// would need more than remaining() − pending is rejected before
+	// anything is allocated for it. This also bounds the capacity that
+	// containers allocate up front, all open ones together, by the input.
+	pending int
+	stack   []Field // fields of the structs being decoded, innermost last
+	ids     []int16 // scratch space for the duplicate field ID check
 }
 
 func (d *decoder) fail(off int, sentinel error, format string, args ...any) error {
@@ -130,7 +134,9 @@ func (d *decoder) node(off int) error {
 	return nil
 }
 
-func (d *decoder) remaining() int { return len(d.buf) - d.pos }
+// avail is the number of input bytes that the value being decoded may still
+// use: what is left minus what promised elements will need.
+func (d *decoder) avail() int { return len(d.buf) - d.pos - d.pending }
 
 func (d *decoder) readByte(what string) (byte, error) {
 	if d.pos >= len(d.buf) {
@@ -210,7 +216,7 @@ func (d *decoder) readStruct(depth int) (*Struct, error) {
 	if depth > d.lim.MaxDepth {
 		return nil, d.fail(start, ErrTooDeep, "deeper than %d", d.lim.MaxDepth)
 	}
-	s := new(Struct)
+	base := len(d.stack) // on error, the stack is left as it is
 	last := 0
 	ascending := true
 	for {
@@ -242,7 +248,7 @@ func (d *decoder) readStruct(depth int) (*Struct, error) {
 				return nil, d.fail(off, ErrNonCanonical, "long field header for ID delta %d", id-last)
 			}
 		}
-		if id <= last && len(s.Fields) > 0 {
+		if id <= last && len(d.stack) > base {
 			ascending = false
 		}
 		last = id
@@ -261,11 +267,17 @@ func (d *decoder) readStruct(depth int) (*Struct, error) {
 				return nil, err
 			}
 		}
-		s.Fields = append(s.Fields, f)
+		if len(d.stack) == cap(d.stack) {
+			// Double (append grows large slices by 1.25), which halves
+			// the garbage a struct with thousands of fields leaves.
+			d.stack = slices.Grow(d.stack, max(16, len(d.stack)))
+		}
+		d.stack = append(d.stack, f)
 	}
+	fields := d.stack[base:]
 	if !ascending {
 		d.ids = d.ids[:0]
-		for _, f := range s.Fields {
+		for _, f := range fields {
 			d.ids = append(d.ids, f.ID)
 		}
 		slices.Sort(d.ids)
@@ -275,6 +287,11 @@ func (d *decoder) readStruct(depth int) (*Struct, error) {
 			}
 		}
 	}
+	s := new(Struct)
+	if len(fields) > 0 {
+		s.Fields = slices.Clone(fields)
+	}
+	d.stack = d.stack[:base]
 	return s, nil
 }
 
@@ -308,7 +325,7 @@ func (d *decoder) readValue(t Type, depth int) (Value, error) {
 		v, err := d.readI64("i64")
 		return Value{Type: TypeI64, Int: v}, err
 	case TypeDouble:
-		if d.remaining() < 8 {
+		if d.avail() < 8 {
 			return Value{}, d.truncated(off, "double")
 		}
 		bits := binary.LittleEndian.Uint64(d.buf[d.pos:])
@@ -319,7 +336,7 @@ func (d *decoder) readValue(t Type, depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		if n > d.remaining() {
+		if n > d.avail() {
 			return Value{}, d.truncated(off, "binary")
 		}
 		b := d.buf[d.pos : d.pos+n : d.pos+n]
@@ -361,14 +378,20 @@ func (d *decoder) readList(depth int) (*List, error) {
 			return nil, d.fail(off, ErrNonCanonical, "long list header for %d elements", n)
 		}
 	}
-	if n > d.remaining()/minSize(elem) {
-		return nil, d.fail(off, ErrTruncated, "%d list elements in %d bytes", n, d.remaining())
+	m := minSize(elem)
+	if n > d.avail()/m {
+		return nil, d.fail(off, ErrTruncated, "%d list elements in %d bytes", n, d.avail())
 	}
-	l := &List{Elem: elem, Items: make([]Value, 0, min(n, preallocMax))}
+	d.pending += n * m
+	l := &List{Elem: elem}
+	if n > 0 {
+		l.Items = make([]Value, 0, n)
+	}
 	for range n {
 		if err := d.node(d.pos); err != nil {
 			return nil, err
 		}
+		d.pending -= m
 		v, err := d.readValue(elem, depth)
 		if err != nil {
 			return nil, err
@@ -401,15 +424,17 @@ func (d *decoder) readMap(depth int) (*Map, error) {
 	if m.Val, err = d.elemType(off, h&0x0f); err != nil {
 		return nil, err
 	}
-	if n > d.remaining()/(minSize(m.Key)+minSize(m.Val)) {
-		return nil, d.fail(off, ErrTruncated, "%d map entries in %d bytes", n, d.remaining())
+	mk, mv := minSize(m.Key), minSize(m.Val)
+	if n > d.avail()/(mk+mv) {
+		return nil, d.fail(off, ErrTruncated, "%d map entries in %d bytes", n, d.avail())
 	}
-	c := min(n, preallocMax)
-	m.Keys, m.Vals = make([]Value, 0, c), make([]Value, 0, c)
+	d.pending += n * (mk + mv)
+	m.Keys, m.Vals = make([]Value, 0, n), make([]Value, 0, n)
 	for range n {
 		if err := d.node(d.pos); err != nil {
 			return nil, err
 		}
+		d.pending -= mk
 		k, err := d.readValue(m.Key, depth)
 		if err != nil {
 			return nil, err
@@ -417,6 +442,7 @@ func (d *decoder) readMap(depth int) (*Map, error) {
 		if err := d.node(d.pos); err != nil {
 			return nil, err
 		}
+		d.pending -= mv
 		v, err := d.readValue(m.Val, depth)
 		if err != nil {
 			return nil, err

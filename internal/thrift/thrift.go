@@ -41,12 +41,14 @@
 //
 // Decode works on a byte slice that is already in memory and bounds the work
 // and memory it spends on it (see [Limits] and [DefaultLimits]): nesting deeper
-// than Limits.MaxDepth fails with [ErrTooDeep], more than Limits.MaxNodes
-// values fail with [ErrTooLarge], and a length or element count larger than
-// the remaining input fails with [ErrTruncated] before anything is allocated.
-// Every value takes at least one input byte, so memory use is at most a
-// constant factor (about 100 bytes per input byte) of the input. Decode never
-// panics. All decoding errors are a [*ParseError] that wraps one of the
+// than Limits.MaxDepth fails with [ErrTooDeep], and more than Limits.MaxNodes
+// values with [ErrTooLarge]. Every value takes at least one input byte, and a
+// length or element count that the rest of the input cannot hold (after
+// setting aside the bytes that elements already announced by enclosing lists
+// and maps need) fails with [ErrTruncated] before anything is allocated for
+// it. So the decoded tree takes at most 128 bytes of memory per input byte,
+// and decoding allocates at most 512 bytes per input byte in total. Decode
+// never panics. All decoding errors are a [*ParseError] that wraps one of the
 // sentinel errors, so [errors.Is] works.
 //
 // # Aliasing and concurrency

@@ -268,7 +268,7 @@ func TestLimits(t *testing.T) {
 	lists := unhex(t, "19"+strings.Repeat("19", 40)+"05 00")
 	_, _, err = Decode(lists, Limits{})
 	checkErr(t, nil, 0, err, ErrTooDeep, -1)
-	maps := unhex(t, "1b"+strings.Repeat("01 b5", 40))
+	maps := unhex(t, "1b"+strings.Repeat("01 b5", 40)+"00"+strings.Repeat("02", 40)+"00")
 	_, _, err = Decode(maps, Limits{})
 	checkErr(t, nil, 0, err, ErrTooDeep, -1)
 
