@@ -40,7 +40,8 @@ func (e *ParseError) Error() string {
 
 func (e *ParseError) Unwrap() error { return e.Err }
 
-// Limits bounds the work Decode does. A zero field means its default.
+// Limits bounds the work Decode does. A zero or negative field means its
+// default.
 type Limits struct {
 	// MaxDepth is the deepest nesting of structs, lists, sets and maps: the
 	// top-level struct is at depth 1, a struct in one of its fields at
@@ -109,7 +110,7 @@ type decoder struct {
 	// pending is the number of input bytes that the elements promised by
 	// open lists, sets and maps, and not yet begun, take at least. A valid
 	// input always has that many bytes left, so a count or length that
-	// would need more than remaining() − pending is rejected before
+	// would need more than the bytes left minus pending is rejected before
 	// anything is allocated for it. This also bounds the capacity that
 	// containers allocate up front, all open ones together, by the input.
 	pending int
