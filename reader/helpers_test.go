@@ -47,6 +47,23 @@ func (s *memStore) put(b []byte) storageid.ID {
 	return id
 }
 
+// putAs stores data under id with the given outboard, whatever their hash:
+// untrusted storage holding damaged bytes.
+func (s *memStore) putAs(id storageid.ID, data, ob []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data[id] = data
+	s.ob[id] = ob
+}
+
+func (s *memStore) outboard(id storageid.ID) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ob[id]
+}
+
+func errNotFound() error { return blobs.ErrNotFound }
+
 // bytes returns the stored bytes of id, for tests that tamper with them.
 func (s *memStore) bytes(id storageid.ID) []byte {
 	s.mu.Lock()
