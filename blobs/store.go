@@ -11,6 +11,10 @@ import (
 // ErrNotFound is returned (wrapped) when a store does not hold a blob.
 var ErrNotFound = errors.New("blobs: blob not found")
 
+// ErrClosed is returned (wrapped) by a Pending's Write and Commit after it
+// was committed or aborted.
+var ErrClosed = errors.New("blobs: pending object already committed or aborted")
+
 // A Store accepts new objects: step 5 of the writer pipeline, "import into
 // iroh-blobs; the returned hash is storage_id" (SOP-PME-1 Section 11.12).
 //
@@ -26,6 +30,10 @@ type Store interface {
 // What is written to a Pending is exactly the final object: the writer
 // finishes every step of Section 11.12 before it commits, and nothing may be
 // changed after Commit, since the storage_id covers the exact bytes.
+//
+// A Pending is used by one goroutine at a time. After Commit (successful or
+// not) or Abort, Write and Commit fail with an error matching ErrClosed. A
+// failed Write makes Commit fail.
 type Pending interface {
 	io.Writer
 

@@ -68,6 +68,7 @@ type Reader struct {
 	schema   *arrow.Schema
 	fields   []pme.Field
 	chunks   []pme.Span // every column chunk, sorted by offset
+	maxChunk int64
 	nrg      int
 	alloc    memory.Allocator
 	verified atomic.Bool
@@ -191,6 +192,7 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 				return fmt.Errorf("%w: row group %d column %d at [%d, %d) is outside the data region [4, %d)", ErrFormat, i, j, c.Off, c.End(), dataEnd)
 			}
 			r.chunks = append(r.chunks, c)
+			r.maxChunk = max(r.maxChunk, c.Len)
 		}
 	}
 	slices.SortFunc(r.chunks, func(a, b pme.Span) int { return int(min(max(a.Off-b.Off, -1), 1)) })
@@ -224,8 +226,13 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 }
 
 func (r *Reader) open(ctx context.Context) (*file.Reader, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size()}
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size(), plainLen: make(map[int64]int64)}
 	props := parquet.NewReaderProperties(r.alloc)
+	// One buffered stream per column chunk, as large as the chunk: arrow-go
+	// then reads a chunk with one ReadAt and meets the end of its plaintext
+	// as io.EOF (see plainView).
+	props.BufferedStreamEnabled = true
+	props.BufferSize = r.maxChunk
 	pf, err := file.NewParquetReader(view, file.WithMetadata(r.meta), file.WithReadProps(props))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)

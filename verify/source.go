@@ -30,9 +30,15 @@ type Source interface {
 	//
 	// A range that lies wholly at or beyond the blob's end selects the last
 	// group, as in bao-tree; a verifier learns and proves the size of a blob
-	// this way. A range that straddles the end is clipped to it.
+	// this way. A range that straddles the end is clipped to it. off+n may
+	// exceed the blob's size by any amount; this package asks for
+	// [2^63−1, +1) to prove the size (NewReader) and [0, +2^63−1) for a whole
+	// blob (Verify). ExtractSlice builds this encoding from a blob's bytes
+	// and its pre-order outboard.
 	//
 	// Slice returns an error matching blobs.ErrNotFound if the blob is not
-	// held. The caller closes the returned reader.
+	// held. The caller closes the returned reader. The returned reader may
+	// fail (for example once ctx is done); a reader that ends early or
+	// carries extra bytes fails verification.
 	Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error)
 }

@@ -171,7 +171,7 @@ func TestObjectLayout(t *testing.T) {
 	}{
 		{"default", nil},
 		{"row groups and small pages", []writer.Option{writer.WithRowGroupRows(1200), writer.WithDataPageSize(4 << 10)}},
-		{"v2 snappy plain", []writer.Option{writer.WithDataPageVersion(writer.DataPageV2), writer.WithCodec(writer.Snappy), writer.WithDictionary(false)}},
+		{"v2 uncompressed plain", []writer.Option{writer.WithDataPageVersion(writer.DataPageV2), writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false)}},
 		{"uncompressed", []writer.Option{writer.WithCodec(writer.Uncompressed), writer.WithRowGroupRows(2500)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,6 +353,12 @@ func TestBadInput(t *testing.T) {
 			writer.WithDataPageVersion(3), writer.WithCodec(writer.Codec(9)), writer.WithContext(nil)} {
 			if _, err := writer.New(st, schema, o); !errors.Is(err, writer.ErrOption) {
 				t.Errorf("option: %v, want ErrOption", err)
+			}
+		}
+		for _, c := range []writer.Codec{writer.Zstd, writer.Snappy} {
+			o := []writer.Option{writer.WithCodec(c), writer.WithDataPageVersion(writer.DataPageV2)}
+			if _, err := writer.New(st, schema, o...); !errors.Is(err, writer.ErrOption) {
+				t.Errorf("V2 with %v: %v, want ErrOption", c, err)
 			}
 		}
 		if _, err := writer.New(nil, schema); !errors.Is(err, writer.ErrOption) {

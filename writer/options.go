@@ -122,7 +122,10 @@ func WithDataPageSize(n int64) Option {
 	}
 }
 
-// WithDataPageVersion selects data page format V1 (default) or V2.
+// WithDataPageVersion selects data page format V1 (default) or V2. V2 pages
+// are written only uncompressed (WithCodec(Uncompressed)); New refuses V2
+// with another codec, because DuckDB 1.5.6 cannot read compressed V2 pages
+// in encrypted files: it expects their levels and values in two modules.
 func WithDataPageVersion(v DataPageVersion) Option {
 	return func(cfg *config) error {
 		if v != DataPageV1 && v != DataPageV2 {

@@ -61,6 +61,9 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 			return nil, err
 		}
 	}
+	if cfg.pageVersion == DataPageV2 && cfg.codec != Uncompressed {
+		return nil, fmt.Errorf("%w: data page V2 is only written uncompressed: DuckDB 1.5.6 reads the levels and the values of a compressed V2 page in encrypted files as two modules, a layout no PME writer produces", ErrOption)
+	}
 	if err := checkSchema(schema); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,13 @@
+package blobs
+
+import "io"
+
+// SetTestHooks makes d wrap the writer of each import's temporary data file
+// with wrapTemp, and call fail at each step of Commit, failing the step
+// with the error it returns. Either may be nil.
+func SetTestHooks(d *Dir, wrapTemp func(io.Writer) io.Writer, fail func(step string) error) {
+	d.hooks = hooks{wrapTemp: wrapTemp, fail: fail}
+}
+
+// CommitSteps are the step names Commit passes to the fail hook.
+var CommitSteps = []string{"sync-data", "write-outboard", "sync-outboard", "rename-outboard", "rename-data", "sync-dir"}
