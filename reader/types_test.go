@@ -24,7 +24,9 @@ func allTypes(t testing.TB, n int) (*arrow.Schema, arrow.RecordBatch) {
 		id++
 		return arrow.Field{Name: name, Type: typ, Nullable: true, Metadata: fid(id)}
 	}
-	tz := func(u arrow.TimeUnit, zone string) arrow.DataType { return &arrow.TimestampType{Unit: u, TimeZone: zone} }
+	tz := func(u arrow.TimeUnit, zone string) arrow.DataType {
+		return &arrow.TimestampType{Unit: u, TimeZone: zone}
+	}
 	fields := []arrow.Field{
 		f("i8", arrow.PrimitiveTypes.Int8), f("i16", arrow.PrimitiveTypes.Int16),
 		f("i32", arrow.PrimitiveTypes.Int32), f("i64", arrow.PrimitiveTypes.Int64),
