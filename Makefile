@@ -1,0 +1,41 @@
+# sop-pme: the two commands of the README are `make demo` and `make test`.
+GO ?= go
+CARGO_TARGET_DIR ?= $(HOME)/.cache/sop-pme/cargo-target
+export CARGO_TARGET_DIR
+
+.DEFAULT_GOAL := test
+.PHONY: demo test vet unit purego interop bench fuzz
+
+# Writes a sample table into ./demo-store and prints its storage_id, size,
+# unpadded size and key_ref (never the DEK), then reads it back.
+demo:
+	$(GO) run ./cmd/sop-pme demo -store ./demo-store
+
+# go vet, the unit tests with -race (fuzz targets run their seed corpora),
+# the pure-Go build, DuckDB interop, and the iroh-blobs binding.
+test: vet unit purego interop test-iroh
+
+vet:
+	$(GO) vet ./...
+	cd interop && $(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+# The library builds without cgo and without Rust.
+purego:
+	CGO_ENABLED=0 $(GO) build ./...
+
+interop:
+	cd interop && $(GO) test -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/thrift
+	$(GO) test -run '^$$' -fuzz FuzzVerifySlice -fuzztime $(FUZZTIME) -fuzzminimizetime 500x ./verify
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./keyring
+
+include blobs/iroh/iroh.mk
