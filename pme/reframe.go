@@ -2,6 +2,7 @@ package pme
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -45,8 +46,8 @@ func (s Span) End() int64 { return s.Off + s.Len }
 type Reframer struct {
 	dek     DEK
 	out     io.Writer
-	buf     []byte // plaintext not yet re-framed; buf[0] is at offset base
-	base    int64
+	buf     segBuf // plaintext not yet re-framed, from offset lo
+	lo      int64
 	started bool
 	pos     int64 // ciphertext bytes written to out: the object offset of the next module
 	chunks  map[int64]*chunkMap
@@ -75,9 +76,9 @@ func (r *Reframer) Write(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
-	r.buf = append(r.buf, p...)
-	if !r.started && len(r.buf) >= 4 {
-		if string(r.buf[:4]) != "PAR1" {
+	r.buf.write(p)
+	if !r.started && r.buf.end >= 4 {
+		if string(r.buf.bytes(0, 4)) != "PAR1" {
 			return 0, r.fail(fmt.Errorf("%w: stream does not start with PAR1", ErrLayout))
 		}
 		if err := r.emit(magicPARE[:]); err != nil {
@@ -106,10 +107,8 @@ func (r *Reframer) emit(b []byte) error {
 
 // drop discards buffered plaintext up to offset end.
 func (r *Reframer) drop(end int64) {
-	n := copy(r.buf, r.buf[end-r.base:])
-	clear(r.buf[n:])
-	r.buf = r.buf[:n]
-	r.base = end
+	r.buf.drop(end)
+	r.lo = end
 }
 
 // FlushRowGroup seals the column chunks of a row group the encoder has just
@@ -125,17 +124,17 @@ func (r *Reframer) FlushRowGroup(chunks []Span) error {
 	}
 	chunks = slices.Clone(chunks)
 	slices.SortFunc(chunks, func(a, b Span) int { return int(min(max(a.Off-b.Off, -1), 1)) })
-	end := r.base
 	for _, c := range chunks {
-		if c.Off < end || c.Len <= 0 || c.End() > r.base+int64(len(r.buf)) {
-			return r.fail(fmt.Errorf("%w: column chunk [%d, %d) outside the buffered plaintext [%d, %d) or overlapping", ErrLayout, c.Off, c.End(), end, r.base+int64(len(r.buf))))
+		if c.Off < r.lo || c.Len <= 0 || c.End() > r.buf.end {
+			return r.fail(fmt.Errorf("%w: column chunk [%d, %d) outside the buffered plaintext [%d, %d) or overlapping", ErrLayout, c.Off, c.End(), r.lo, r.buf.end))
 		}
 		if err := r.sealChunk(c); err != nil {
 			return r.fail(err)
 		}
-		end = c.End()
+		// Whatever lies before the chunk's end is sealed, or was never
+		// referenced: it goes.
+		r.drop(c.End())
 	}
-	r.drop(end)
 	return nil
 }
 
@@ -143,36 +142,47 @@ func (r *Reframer) FlushRowGroup(chunks []Span) error {
 // module each.
 func (r *Reframer) sealChunk(c Span) error {
 	m := &chunkMap{plain: c, obj: Span{Off: r.pos}, pages: make(map[int64]int64)}
-	b := r.buf[c.Off-r.base : c.End()-r.base]
-	off := c.Off
-	for len(b) > 0 {
-		hdr, n, err := thrift.Decode(b, thriftLimits)
+	for off := c.Off; off < c.End(); {
+		hdr, n, err := r.pageHeader(off, c.End())
 		if err != nil {
-			return fmt.Errorf("%w: page header at %d: %w", ErrLayout, off, err)
+			return err
 		}
 		csize, err1 := hdr.I32(phCompressedSize)
 		usize, err2 := hdr.I32(phUncompressedSize)
-		if err1 != nil || err2 != nil || csize < 0 || usize < 0 || int64(csize) > int64(len(b)-n) {
+		if err1 != nil || err2 != nil || csize < 0 || usize < 0 || int64(csize) > c.End()-off-int64(n) {
 			return fmt.Errorf("%w: page header at %d: bad sizes", ErrLayout, off)
 		}
 		m.pages[off] = r.pos
-		if r.scratch, err = r.dek.Seal(r.scratch[:0], b[:n]); err != nil {
+		if r.scratch, err = r.dek.Seal(r.scratch[:0], r.buf.bytes(off, int64(n))); err != nil {
 			return fmt.Errorf("sealing page header at %d: %w", off, err)
 		}
-		if r.scratch, err = r.dek.Seal(r.scratch, b[n:n+int(csize)]); err != nil {
+		if r.scratch, err = r.dek.Seal(r.scratch, r.buf.bytes(off+int64(n), int64(csize))); err != nil {
 			return fmt.Errorf("sealing page at %d: %w", off, err)
 		}
 		if err := r.emit(r.scratch); err != nil {
 			return err
 		}
 		m.uncompressed += int64(n+Overhead) + int64(usize)
-		step := n + int(csize)
-		b = b[step:]
-		off += int64(step)
+		off += int64(n) + int64(csize)
 	}
 	m.obj.Len = r.pos - m.obj.Off
 	r.chunks[c.Off] = m
 	return nil
+}
+
+// pageHeader decodes the page header at off, which must end before end. It
+// looks at a small window first and widens it only for a large header.
+func (r *Reframer) pageHeader(off, end int64) (*thrift.Struct, int, error) {
+	for probe := int64(4 << 10); ; probe *= 4 {
+		probe = min(probe, end-off)
+		hdr, n, err := thrift.Decode(r.buf.bytes(off, probe), thriftLimits)
+		if err == nil {
+			return hdr, n, nil
+		}
+		if !errors.Is(err, thrift.ErrTruncated) || probe == end-off {
+			return nil, 0, fmt.Errorf("%w: page header at %d: %w", ErrLayout, off, err)
+		}
+	}
 }
 
 // Close reads the plaintext footer the encoder wrote at the end of the
@@ -184,18 +194,16 @@ func (r *Reframer) Close() (*Footer, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	n := len(r.buf)
-	if !r.started || n < 8 || string(r.buf[n-4:]) != "PAR1" {
+	end := r.buf.end
+	if !r.started || end-r.lo < 8 || string(r.buf.bytes(end-4, 4)) != "PAR1" {
 		return nil, r.fail(fmt.Errorf("%w: stream does not end with a PAR1 footer", ErrLayout))
 	}
-	flen := int64(binary.LittleEndian.Uint32(r.buf[n-8:]))
-	if flen > int64(n-8) {
-		return nil, r.fail(fmt.Errorf("%w: footer length %d exceeds the %d unflushed bytes", ErrLayout, flen, n-8))
+	flen := int64(binary.LittleEndian.Uint32(r.buf.bytes(end-8, 4)))
+	if flen > end-8-r.lo {
+		return nil, r.fail(fmt.Errorf("%w: footer length %d exceeds the %d unflushed bytes", ErrLayout, flen, end-8-r.lo))
 	}
-	// Copy the footer out so that the row-group-sized buffer can go.
-	raw := slices.Clone(r.buf[int64(n-8)-flen : n-8])
-	clear(r.buf)
-	r.buf = nil
+	raw := slices.Clone(r.buf.bytes(end-8-flen, flen))
+	r.buf.release()
 	meta, err := thrift.DecodeExact(raw, thriftLimits)
 	if err != nil {
 		return nil, r.fail(fmt.Errorf("%w: footer: %w", ErrLayout, err))

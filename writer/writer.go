@@ -33,6 +33,9 @@ import (
 	"github.com/sovm/sop-pme/pme"
 )
 
+// sliceRows is the most rows Write hands the encoder at once.
+const sliceRows = 1 << 16
+
 // A Writer writes one SOP-PME-1 object. Call Write for each record, then
 // Close, which publishes the object and describes it.
 type Writer struct {
@@ -153,7 +156,9 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 				return w.abort(err)
 			}
 		}
-		take := min(n-off, w.cfg.rowGroupRows-w.rgRows)
+		// At most sliceRows at a time, so that the byte limit of a row
+		// group is checked often enough to hold.
+		take := min(n-off, w.cfg.rowGroupRows-w.rgRows, sliceRows)
 		part := rec
 		if off != 0 || take != n {
 			part = rec.NewSlice(off, off+take)
