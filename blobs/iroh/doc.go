@@ -1,0 +1,37 @@
+// Package iroh is a blob store over iroh-blobs, the content-addressed blob
+// layer of iroh, for SOP-PME-1 objects: it imports objects into an iroh-blobs
+// file-system store, where their iroh-blobs hash is their storage_id
+// (SOP-PME-1 Section 11.7), and hands out BAO proofs for byte ranges, from the
+// local store or fetched from another iroh node, for package verify to check
+// (Section 11.10).
+//
+// The package is a thin cgo binding to a small Rust static library
+// (blobs/iroh/ffi) and is built only with the build tag iroh, after the
+// library has been built with `make iroh-lib` (blobs/iroh/iroh.mk). Without
+// the tag the package holds only its error values, and the rest of the module
+// builds and tests without Rust.
+//
+// # Verified reads
+//
+// As Section 11.10 asks of a transport binding, these are the reads this
+// binding uses, and all of them authenticate the bytes against the hash:
+//
+//   - [Store.Slice] is iroh-blobs' export_bao, which validates data and
+//     outboard against the hash as it encodes (a corrupted store file makes it
+//     fail), and returns a BAO slice that the caller verifies again with
+//     package verify;
+//   - [Remote.Slice] first fetches the range with the blobs get protocol,
+//     which verifies every chunk group as it arrives, then proceeds as
+//     [Store.Slice];
+//   - [Store.Size] proves the size by verifying the last chunk.
+//
+// The binding never uses iroh-blobs' non-verifying reads (export_ranges,
+// the BlobReader, export to a path), and exposes no way to read bare bytes.
+//
+// # Network
+//
+// Serving and fetching use an iroh endpoint bound to 127.0.0.1 only, with
+// relays disabled, no address lookup (no DNS, pkarr or mDNS), no port mapping
+// and no net-report probes, so nothing leaves the loopback interface. Peers
+// are addressed explicitly as "<endpoint id>@127.0.0.1:<port>".
+package iroh

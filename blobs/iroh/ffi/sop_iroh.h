@@ -1,0 +1,115 @@
+/*
+ * sop_iroh.h: the C ABI of the sop_iroh static library (blobs/iroh/ffi), a
+ * thin binding over iroh-blobs for the Go package
+ * github.com/sovm/sop-pme/blobs/iroh.
+ *
+ * Hand-written; it must match src/lib.rs. Any change to a signature or a code
+ * bumps SOP_IROH_ABI_VERSION and renames sop_iroh_abi_vN on both sides, so a
+ * Go package built against another version fails to link. The Go test
+ * TestHeaderMatchesRust checks that the two declare the same functions with
+ * the same number of parameters.
+ *
+ * Conventions:
+ * - Every function except sop_iroh_free and sop_iroh_abi_v1 returns
+ *   SOP_IROH_OK (0) or an error code, and writes a NUL-terminated UTF-8
+ *   message (empty on success) into err[0..err_cap).
+ * - Strings are passed as (pointer, length), UTF-8, not NUL-terminated.
+ * - Hashes are 32 bytes (the BLAKE3 root hash iroh-blobs assigns).
+ * - Byte ranges are n (offset, length) pairs of uint64_t; each is rounded out
+ *   to whole 16 KiB chunk groups, and one at or past the end of the blob
+ *   selects its last group.
+ * - Memory returned through (out_ptr, out_len) is owned by the caller and
+ *   freed with sop_iroh_free(ptr, len).
+ * - A store handle may be used from several threads at once, except that
+ *   sop_iroh_store_close must not run concurrently with any other call on it.
+ * - Panics in the library are caught and reported as SOP_IROH_E_PANIC.
+ */
+#ifndef SOP_IROH_H
+#define SOP_IROH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SOP_IROH_ABI_VERSION 1
+
+#define SOP_IROH_OK 0
+#define SOP_IROH_E_INTERNAL 1      /* a bug or an unexpected state */
+#define SOP_IROH_E_INVALID 2       /* bad argument, or store closed */
+#define SOP_IROH_E_NOT_FOUND 3     /* the blob (or range) is not held */
+#define SOP_IROH_E_CORRUPT 4       /* data failed verification against the hash */
+#define SOP_IROH_E_HASH_MISMATCH 5 /* import hash differs from the expected one */
+#define SOP_IROH_E_IO 6            /* local store or file error */
+#define SOP_IROH_E_NETWORK 7       /* connection or transfer failure */
+#define SOP_IROH_E_TIMEOUT 8       /* the call's time limit passed */
+#define SOP_IROH_E_PANIC 9         /* a panic was caught */
+
+typedef struct SopIrohStore SopIrohStore;
+
+/* Link-time version check: returns SOP_IROH_ABI_VERSION. */
+uint32_t sop_iroh_abi_v1(void);
+
+/* Opens or creates an iroh-blobs FsStore in the absolute directory dir. */
+int32_t sop_iroh_store_open(const uint8_t *dir, size_t dir_len,
+                            SopIrohStore **out_store, char *err, size_t err_cap);
+
+/* Stops serving, closes the endpoint, shuts the store down and frees the
+ * handle (invalid afterwards, even on error). */
+int32_t sop_iroh_store_close(SopIrohStore *store, char *err, size_t err_cap);
+
+/* Imports data[0..len) as a raw blob under the named tag (none if tag_len is
+ * 0). If expect_hash is not NULL and differs from the blob's hash, no tag is
+ * set and SOP_IROH_E_HASH_MISMATCH is returned. Writes the hash to
+ * out_hash[0..32). */
+int32_t sop_iroh_import_bytes(const SopIrohStore *store, const uint8_t *data,
+                              size_t len, const uint8_t *tag, size_t tag_len,
+                              const uint8_t *expect_hash, uint8_t *out_hash,
+                              char *err, size_t err_cap);
+
+/* As sop_iroh_import_bytes, copying the file at the absolute path into the
+ * store. */
+int32_t sop_iroh_import_path(const SopIrohStore *store, const uint8_t *path,
+                             size_t path_len, const uint8_t *tag, size_t tag_len,
+                             const uint8_t *expect_hash, uint8_t *out_hash,
+                             char *err, size_t err_cap);
+
+/* Exports, with iroh-blobs' export_bao (validated against the hash), the BAO
+ * encoding of the chunk groups that intersect the ranges: the blob size as
+ * 8 bytes little-endian, then parent pairs (64 bytes) and group data in
+ * pre-order. */
+int32_t sop_iroh_export_bao(const SopIrohStore *store, const uint8_t *hash,
+                            const uint64_t *ranges, size_t n_ranges,
+                            uint8_t **out_ptr, size_t *out_len, char *err,
+                            size_t err_cap);
+
+/* Writes the blob's size, proven by verifying its last chunk. */
+int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
+                               uint64_t *out_size, char *err, size_t err_cap);
+
+/* Serves the store over the blobs protocol on 127.0.0.1 (ephemeral port, no
+ * relays, no address lookup, no port mapping) and returns the address
+ * "<endpoint id hex>@127.0.0.1:<port>". Idempotent. */
+int32_t sop_iroh_serve(const SopIrohStore *store, uint8_t **out_ptr,
+                       size_t *out_len, char *err, size_t err_cap);
+
+/* Fetches the chunk groups of hash that intersect the ranges from the node at
+ * addr (loopback only) into this store with the get protocol, verified as it
+ * arrives; writes the bytes read from the connection (payload, size header
+ * and proof). timeout_ms bounds the call; 0 means no limit. */
+int32_t sop_iroh_fetch(const SopIrohStore *store, const uint8_t *addr,
+                       size_t addr_len, const uint8_t *hash,
+                       const uint64_t *ranges, size_t n_ranges,
+                       uint64_t timeout_ms, uint64_t *out_bytes_read,
+                       char *err, size_t err_cap);
+
+/* Frees memory returned by this library. NULL is ignored. */
+void sop_iroh_free(uint8_t *ptr, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOP_IROH_H */

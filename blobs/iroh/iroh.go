@@ -1,0 +1,498 @@
+//go:build iroh
+
+package iroh
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/ffi
+#cgo LDFLAGS: ${SRCDIR}/lib/libsop_iroh.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+#include <stdlib.h>
+#include "sop_iroh.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/verify"
+)
+
+// abiVersion is the ABI this file is written against. Calling
+// C.sop_iroh_abi_v1 makes a library of another ABI version fail to link.
+const abiVersion = 1
+
+const (
+	irohDir    = "iroh"    // the iroh-blobs FsStore, under the store directory
+	stagingDir = "staging" // Pending objects, under the store directory
+	tagPrefix  = "sop-pme/"
+	errCap     = 1024
+
+	// DefaultFetchTimeout bounds a remote fetch whose context has no deadline.
+	DefaultFetchTimeout = 60 * time.Second
+)
+
+var (
+	_ blobs.Store   = (*Store)(nil)
+	_ verify.Source = (*Store)(nil)
+	_ verify.Source = (*Remote)(nil)
+)
+
+// A Store is an iroh-blobs file-system store. It is safe for concurrent use.
+// Close it when done; there is no finalizer.
+type Store struct {
+	dir string
+
+	mu     sync.RWMutex // write-locked only by Close
+	h      *C.SopIrohStore
+	closed bool
+
+	fetchTimeout time.Duration
+}
+
+// An Option configures Open.
+type Option func(*config) error
+
+type config struct {
+	fetchTimeout time.Duration
+}
+
+// WithFetchTimeout sets the time limit of a remote fetch whose context has no
+// deadline (default DefaultFetchTimeout).
+func WithFetchTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("iroh: fetch timeout must be positive")
+		}
+		c.fetchTimeout = d
+		return nil
+	}
+}
+
+func errBuf() []byte { return make([]byte, errCap) }
+
+func errPtr(b []byte) *C.char { return (*C.char)(unsafe.Pointer(&b[0])) }
+
+func mkErr(op string, rc C.int32_t, buf []byte) error {
+	if rc == 0 {
+		return nil
+	}
+	msg := buf
+	if i := bytes.IndexByte(msg, 0); i >= 0 {
+		msg = msg[:i]
+	}
+	return &Error{Op: op, Code: Code(rc), Msg: string(msg)}
+}
+
+func u8(b []byte) *C.uint8_t {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&b[0]))
+}
+
+// Open opens the store in directory dir, creating it if needed. The
+// iroh-blobs store lives in dir/iroh, objects being written are staged in
+// dir/staging. Only one process may have a store open at a time; Open fails
+// if another has it.
+func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
+	cfg := config{fetchTimeout: DefaultFetchTimeout}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if v := C.sop_iroh_abi_v1(); v != abiVersion {
+		return nil, fmt.Errorf("iroh: library ABI version %d, want %d", v, abiVersion)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("iroh: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, stagingDir), 0o700); err != nil {
+		return nil, fmt.Errorf("iroh: %w", err)
+	}
+	root := []byte(filepath.Join(dir, irohDir))
+	if err := os.MkdirAll(string(root), 0o700); err != nil {
+		return nil, fmt.Errorf("iroh: %w", err)
+	}
+	var h *C.SopIrohStore
+	eb := errBuf()
+	rc := C.sop_iroh_store_open(u8(root), C.size_t(len(root)), &h, errPtr(eb), errCap)
+	if err := mkErr("open", rc, eb); err != nil {
+		return nil, err
+	}
+	// Objects left staged by a process that stopped before Commit or Abort.
+	// The iroh-blobs store is open, so no other process has this directory.
+	if stale, err := filepath.Glob(filepath.Join(dir, stagingDir, "pending-*")); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
+	return &Store{dir: dir, h: h, fetchTimeout: cfg.fetchTimeout}, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// IrohDir returns the directory of the iroh-blobs store inside Dir.
+func (s *Store) IrohDir() string { return filepath.Join(s.dir, irohDir) }
+
+// Close stops serving, closes the endpoint and shuts the iroh-blobs store
+// down cleanly. Calls after the first return nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	eb := errBuf()
+	rc := C.sop_iroh_store_close(s.h, errPtr(eb), errCap)
+	s.h = nil
+	return mkErr("close", rc, eb)
+}
+
+// acquire read-locks the store for one library call.
+func (s *Store) acquire(ctx context.Context) (*C.SopIrohStore, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return s.h, nil
+}
+
+func (s *Store) release() { s.mu.RUnlock() }
+
+func (s *Store) importBytes(ctx context.Context, b []byte, tag []byte, expect *storageid.ID) (storageid.ID, error) {
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return storageid.ID{}, err
+	}
+	defer s.release()
+	var out storageid.ID
+	var exp *C.uint8_t
+	if expect != nil {
+		exp = u8(expect[:])
+	}
+	eb := errBuf()
+	rc := C.sop_iroh_import_bytes(h, u8(b), C.size_t(len(b)), u8(tag), C.size_t(len(tag)),
+		exp, u8(out[:]), errPtr(eb), errCap)
+	return out, mkErr("import_bytes", rc, eb)
+}
+
+func (s *Store) importPath(ctx context.Context, path string, tag []byte, expect *storageid.ID) (storageid.ID, error) {
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return storageid.ID{}, err
+	}
+	defer s.release()
+	path, err = filepath.Abs(path)
+	if err != nil {
+		return storageid.ID{}, fmt.Errorf("iroh: %w", err)
+	}
+	p := []byte(path)
+	var out storageid.ID
+	var exp *C.uint8_t
+	if expect != nil {
+		exp = u8(expect[:])
+	}
+	eb := errBuf()
+	rc := C.sop_iroh_import_path(h, u8(p), C.size_t(len(p)), u8(tag), C.size_t(len(tag)),
+		exp, u8(out[:]), errPtr(eb), errCap)
+	return out, mkErr("import_path", rc, eb)
+}
+
+func tagFor(id storageid.ID) []byte { return []byte(tagPrefix + id.String()) }
+
+// ImportBytes imports b as a blob and returns its storage_id, the hash
+// iroh-blobs computed for it, after checking that it equals storageid.Sum(b).
+// The blob is kept under the named tag "sop-pme/<storage_id>".
+func (s *Store) ImportBytes(ctx context.Context, b []byte) (storageid.ID, error) {
+	want := storageid.Sum(b)
+	return s.importBytes(ctx, b, tagFor(want), &want)
+}
+
+// ImportFile imports a copy of the file at path and returns its storage_id,
+// the hash iroh-blobs computed for it, after checking it against the
+// storage_id computed here over the file. The file must not change while it
+// is imported. The blob is kept under the named tag "sop-pme/<storage_id>".
+func (s *Store) ImportFile(ctx context.Context, path string) (storageid.ID, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return storageid.ID{}, fmt.Errorf("iroh: %w", err)
+	}
+	want, _, err := storageid.SumReader(f)
+	f.Close()
+	if err != nil {
+		return storageid.ID{}, err
+	}
+	return s.importPath(ctx, path, tagFor(want), &want)
+}
+
+// Create begins a new object, staged in a temporary file in the store's
+// staging directory and hashed as it is written. Commit imports the file into
+// iroh-blobs (copy mode) and fails with ErrHashMismatch unless iroh-blobs'
+// hash equals the storage_id computed here over the same bytes.
+func (s *Store) Create(ctx context.Context) (blobs.Pending, error) {
+	if _, err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	f, err := os.CreateTemp(filepath.Join(s.dir, stagingDir), "pending-*")
+	if err != nil {
+		return nil, fmt.Errorf("iroh: staging: %w", err)
+	}
+	return &pending{s: s, f: f, h: newHasher(), buf: make([]byte, 0, pendingBuf)}, nil
+}
+
+// pendingBuf is the size of the writes a pending object makes to its file and
+// hasher: large writes let BLAKE3 hash many chunks in parallel.
+const pendingBuf = 1 << 20
+
+type pending struct {
+	s   *Store
+	mu  sync.Mutex
+	f   *os.File // nil once committed or aborted
+	h   *hasher
+	buf []byte
+	err error // sticky
+}
+
+func (p *pending) flush() error {
+	if len(p.buf) == 0 {
+		return nil
+	}
+	p.h.Write(p.buf)
+	if _, err := p.f.Write(p.buf); err != nil {
+		return fmt.Errorf("iroh: staging: %w", err)
+	}
+	p.buf = p.buf[:0]
+	return nil
+}
+
+func (p *pending) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.f == nil {
+		return 0, errors.New("iroh: write after Commit or Abort")
+	}
+	if p.err != nil {
+		return 0, p.err
+	}
+	n := 0
+	for len(b) > 0 {
+		k := copy(p.buf[len(p.buf):cap(p.buf)], b)
+		p.buf = p.buf[:len(p.buf)+k]
+		b = b[k:]
+		n += k
+		if len(p.buf) == cap(p.buf) {
+			if err := p.flush(); err != nil {
+				p.err = err
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.f == nil {
+		return storageid.ID{}, errors.New("iroh: Commit after Commit or Abort")
+	}
+	defer p.discard()
+	if p.err != nil {
+		return storageid.ID{}, p.err
+	}
+	if err := p.flush(); err != nil {
+		return storageid.ID{}, err
+	}
+	if err := p.f.Close(); err != nil {
+		return storageid.ID{}, fmt.Errorf("iroh: staging: %w", err)
+	}
+	want := p.h.Sum()
+	id, err := p.s.importPath(ctx, p.f.Name(), tagFor(want), &want)
+	if err != nil {
+		return storageid.ID{}, err
+	}
+	return id, nil
+}
+
+// discard closes and removes the staged file.
+func (p *pending) discard() {
+	if p.f == nil {
+		return
+	}
+	p.f.Close()
+	os.Remove(p.f.Name())
+	p.f = nil
+	p.buf = nil
+}
+
+func (p *pending) Abort() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.discard()
+	return nil
+}
+
+// exportBao returns the BAO slice of the chunk groups intersecting
+// [off, off+n), from export_bao.
+func (s *Store) exportBao(ctx context.Context, id storageid.ID, off, n uint64) ([]byte, error) {
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release()
+	ranges := [2]C.uint64_t{C.uint64_t(off), C.uint64_t(n)}
+	var ptr *C.uint8_t
+	var ln C.size_t
+	eb := errBuf()
+	rc := C.sop_iroh_export_bao(h, u8(id[:]), &ranges[0], 1, &ptr, &ln, errPtr(eb), errCap)
+	if err := mkErr("export_bao", rc, eb); err != nil {
+		return nil, err
+	}
+	defer C.sop_iroh_free(ptr, ln)
+	return goBytes(ptr, ln), nil
+}
+
+// goBytes copies n bytes at p, memory of the library, into Go memory.
+func goBytes(p *C.uint8_t, n C.size_t) []byte {
+	b := make([]byte, int(n))
+	if n > 0 {
+		copy(b, unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n)))
+	}
+	return b
+}
+
+// Slice implements verify.Source with iroh-blobs' export_bao, which verifies
+// the data and outboard it reads against id. A range at or past the end of
+// the blob selects its last 16 KiB group.
+func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	if n == 0 {
+		return nil, errors.New("iroh: empty range")
+	}
+	b, err := s.exportBao(ctx, id, off, n)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// Size returns the size of blob id, proven by verifying its last chunk.
+func (s *Store) Size(ctx context.Context, id storageid.ID) (uint64, error) {
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.release()
+	var size C.uint64_t
+	eb := errBuf()
+	rc := C.sop_iroh_verified_size(h, u8(id[:]), &size, errPtr(eb), errCap)
+	return uint64(size), mkErr("verified_size", rc, eb)
+}
+
+// Serve serves the store's blobs over the iroh-blobs protocol on an endpoint
+// bound to 127.0.0.1 (ephemeral port, no relays, no address lookup, no port
+// mapping) and returns its address, "<endpoint id>@127.0.0.1:<port>". It
+// serves until Close; calling it again returns the same address.
+func (s *Store) Serve(ctx context.Context) (string, error) {
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer s.release()
+	var ptr *C.uint8_t
+	var ln C.size_t
+	eb := errBuf()
+	rc := C.sop_iroh_serve(h, &ptr, &ln, errPtr(eb), errCap)
+	if err := mkErr("serve", rc, eb); err != nil {
+		return "", err
+	}
+	defer C.sop_iroh_free(ptr, ln)
+	return string(goBytes(ptr, ln)), nil
+}
+
+// Fetch fetches the 16 KiB groups of blob id that intersect [off, off+n)
+// from the node at addr into this store with the iroh-blobs get protocol,
+// which verifies them as they arrive, and returns the number of bytes read
+// from the connection (data, size header and proof). The call is bounded by
+// ctx's deadline, or the store's fetch timeout.
+func (s *Store) Fetch(ctx context.Context, addr string, id storageid.ID, off, n uint64) (uint64, error) {
+	if n == 0 {
+		return 0, errors.New("iroh: empty range")
+	}
+	timeout := s.fetchTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+		if timeout <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+	}
+	ms := uint64(timeout.Milliseconds())
+	if ms == 0 {
+		ms = 1
+	}
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.release()
+	a := []byte(addr)
+	ranges := [2]C.uint64_t{C.uint64_t(off), C.uint64_t(n)}
+	var got C.uint64_t
+	eb := errBuf()
+	rc := C.sop_iroh_fetch(h, u8(a), C.size_t(len(a)), u8(id[:]), &ranges[0], 1,
+		C.uint64_t(ms), &got, errPtr(eb), errCap)
+	return uint64(got), mkErr("fetch", rc, eb)
+}
+
+// A Remote is a verify.Source for the blobs held by another iroh node: each
+// Slice fetches the range from the node into the local store (verified as it
+// arrives) and then exports it from there like any other range.
+type Remote struct {
+	s        *Store
+	addr     string
+	received atomic.Uint64
+}
+
+// Remote returns a source reading from the node at addr (as Serve returns it)
+// through this store.
+func (s *Store) Remote(addr string) *Remote {
+	return &Remote{s: s, addr: addr}
+}
+
+// Slice implements verify.Source: it fetches the groups of blob id that
+// intersect [off, off+n) from the remote node, then returns their BAO slice
+// from the local store.
+func (r *Remote) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	got, err := r.s.Fetch(ctx, r.addr, id, off, n)
+	r.received.Add(got)
+	if err != nil {
+		return nil, err
+	}
+	return r.s.Slice(ctx, id, off, n)
+}
+
+// BytesReceived returns the bytes read from the remote node so far, summed
+// over all fetches (data, size headers and proofs).
+func (r *Remote) BytesReceived() uint64 { return r.received.Load() }
