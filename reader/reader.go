@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -67,8 +68,10 @@ type Reader struct {
 	meta     *metadata.FileMetaData // the decrypted footer, padding entries removed
 	schema   *arrow.Schema
 	fields   []pme.Field
-	chunks   []pme.Span // every column chunk, sorted by offset
+	chunks   []pme.Span   // every column chunk, sorted by offset
+	grid     [][]pme.Span // the column chunks by row group and leaf column
 	maxChunk int64
+	ctPool   sync.Pool // buffers for the modules of a chunk (ciphertext only)
 	nrg      int
 	alloc    memory.Allocator
 	verified atomic.Bool
@@ -118,7 +121,8 @@ func WithExpectedSize(size int64) Option {
 // Open opens the object src holds under id. It verifies the object's last
 // group (proving its size), reads the footer region through verified
 // ranges, resolves the DEK by id with keys, and decrypts and parses the
-// footer. It reads nothing else.
+// footer. It reads nothing else: not even the leading "PARE", which Check
+// tests, so that a projection fetches only the footer and its chunks.
 func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResolver, opts ...Option) (*Reader, error) {
 	cfg := config{maxFooter: DefaultMaxFooterSize, alloc: memory.DefaultAllocator}
 	for _, o := range opts {
@@ -136,13 +140,6 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	size := vr.Size()
 	if size < minObjectSize {
 		return nil, fmt.Errorf("%w: object of %d bytes", ErrFormat, size)
-	}
-	head := make([]byte, 4)
-	if _, err := vr.ReadAtContext(ctx, head, 0); err != nil {
-		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
-	}
-	if string(head) != "PARE" {
-		return nil, fmt.Errorf("%w: object does not start with PARE", pme.ErrFormat)
 	}
 	trailer := make([]byte, pme.TrailerSize)
 	if _, err := vr.ReadAtContext(ctx, trailer, size-pme.TrailerSize); err != nil {
@@ -186,6 +183,7 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 	if err != nil {
 		return err
 	}
+	r.grid = rgs
 	for i, rg := range rgs {
 		for j, c := range rg {
 			if c.Off < 4 || c.End() > dataEnd {
@@ -211,7 +209,7 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 	if r.meta, err = metadata.NewFileMetaData(footer.Append(nil), nil); err != nil {
 		return fmt.Errorf("%w: footer: %v", pme.ErrFormat, err)
 	}
-	pf, err := r.open(context.Background())
+	pf, err := r.open(context.Background(), nil)
 	if err != nil {
 		return err
 	}
@@ -225,8 +223,11 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 	return nil
 }
 
-func (r *Reader) open(ctx context.Context) (*file.Reader, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size(), plainLen: make(map[int64]int64)}
+// open returns an arrow-go file reader over a plaintext view of the object,
+// which prefetches chunks in the given order.
+func (r *Reader) open(ctx context.Context, order []pme.Span) (*file.Reader, error) {
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size(), order: order, ctPool: &r.ctPool,
+		plainLen: make(map[int64]int64), ahead: make(map[int64]*prefetch)}
 	props := parquet.NewReaderProperties(r.alloc)
 	// One buffered stream per column chunk, as large as the chunk: arrow-go
 	// then reads a chunk with one ReadAt and meets the end of its plaintext
@@ -339,7 +340,21 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			rgs[i] = i
 		}
 	}
-	pf, err := r.open(ctx)
+	// The chunks the scan reads, in the order arrow-go asks for them: row
+	// group by row group, leaf column by leaf column.
+	var order []pme.Span
+	for _, i := range rgs {
+		if cols == nil {
+			order = append(order, r.grid[i]...)
+			continue
+		}
+		for _, c := range cols {
+			if c < len(r.grid[i]) {
+				order = append(order, r.grid[i][c])
+			}
+		}
+	}
+	pf, err := r.open(ctx, order)
 	if err != nil {
 		return nil, err
 	}

@@ -27,19 +27,33 @@ import (
 // storage_id, and only then are its modules opened (Section 11.10): no byte
 // reaches the decryptor or the decoder unverified. A read that is not within
 // one column chunk fails.
+//
+// When a scan's chunk order is known, the view opens the next chunk in the
+// background while arrow-go decodes the current one (one chunk ahead, so
+// memory stays within the projected chunks of a row group).
 type plainView struct {
 	ctx    context.Context
 	vr     *verify.Reader
 	dek    pme.DEK
-	chunks []pme.Span // sorted by offset
+	chunks []pme.Span // every chunk, sorted by offset
 	size   int64
+	order  []pme.Span // the chunks the scan reads, in its order (may be nil)
+	ctPool *sync.Pool // of *[]byte: buffers for chunks' modules, shared by the Reader's scans
 
 	mu       sync.Mutex
-	plainLen map[int64]int64 // chunk offset → plaintext length, once opened
-	cache    pme.Span        // the chunk held in plain, for reads of part of a chunk
+	plainLen map[int64]int64     // chunk offset → plaintext length, once opened
+	ahead    map[int64]*prefetch // chunks opened or being opened in the background
+	started  int                 // order[:started] have been requested or prefetched
+	cache    pme.Span            // the chunk held in plain, for reads of part of a chunk
 	plain    []byte
-	ct       []byte // reused buffer for a chunk's modules
 	pos      int64
+}
+
+// prefetch is a chunk being opened in the background.
+type prefetch struct {
+	done  chan struct{}
+	plain []byte
+	err   error
 }
 
 func (v *plainView) chunkAt(off int64) (pme.Span, bool) {
@@ -59,32 +73,22 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	if !ok || off+int64(len(p)) > c.End() {
 		return 0, fmt.Errorf("%w: read [%d, %d) is not within one column chunk", ErrFormat, off, off+int64(len(p)))
 	}
+	if off == c.Off && int64(len(p)) == c.Len {
+		return v.readChunk(c, p)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if off == c.Off && int64(len(p)) == c.Len {
-		// The whole chunk: open it straight into the caller's buffer.
-		n, err := v.openChunk(c, p)
-		if err != nil {
-			return 0, err
-		}
-		v.plainLen[c.Off] = int64(n)
-		clear(p[n:])
-		return n, io.EOF
-	}
 	if pl, ok := v.plainLen[c.Off]; ok && off >= c.Off+pl {
 		return 0, io.EOF
 	}
 	if v.cache != c {
 		v.cache = pme.Span{}
-		if cap(v.plain) < int(c.Len) {
-			v.plain = make([]byte, c.Len)
-		}
-		n, err := v.openChunk(c, v.plain[:c.Len])
+		plain, err := v.open(c, v.plain[:0])
 		if err != nil {
 			return 0, err
 		}
-		v.plain = v.plain[:n]
-		v.plainLen[c.Off] = int64(n)
+		v.plain = plain
+		v.plainLen[c.Off] = int64(len(plain))
 		v.cache = c
 	}
 	rel := off - c.Off
@@ -98,21 +102,133 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// openChunk fetches chunk c verified and opens its modules into dst, which
-// has room for c.Len bytes. It returns the plaintext length.
-func (v *plainView) openChunk(c pme.Span, dst []byte) (int, error) {
-	if cap(v.ct) < int(c.Len) {
-		v.ct = make([]byte, c.Len)
+// readChunk serves a read of the whole chunk c: from a prefetch if one is
+// under way, else by opening c straight into p. It starts the prefetch of
+// the chunk the scan reads next.
+func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
+	v.mu.Lock()
+	pf := v.ahead[c.Off]
+	delete(v.ahead, c.Off)
+	v.prefetchAfter(c)
+	v.mu.Unlock()
+	var n int
+	if pf != nil {
+		<-pf.done
+		if pf.err != nil {
+			return 0, pf.err
+		}
+		n = copy(p, pf.plain)
+		clear(pf.plain)
+	} else {
+		plain, err := v.open(c, p[:0])
+		if err != nil {
+			return 0, err
+		}
+		n = len(plain)
 	}
-	ct := v.ct[:c.Len]
+	clear(p[n:])
+	v.mu.Lock()
+	v.plainLen[c.Off] = int64(n)
+	v.mu.Unlock()
+	return n, io.EOF
+}
+
+// prefetchAfter starts opening, in the background, the chunk that follows c
+// in the scan's order, if it is not started yet. v.mu is held.
+func (v *plainView) prefetchAfter(c pme.Span) {
+	i := v.started
+	for i < len(v.order) && v.order[i] != c {
+		i++
+	}
+	if i == len(v.order) {
+		return // c is not in the order, or was passed: no guess
+	}
+	next := i + 1
+	v.started = max(v.started, next+1)
+	if next >= len(v.order) {
+		return
+	}
+	n := v.order[next]
+	if _, ok := v.ahead[n.Off]; ok {
+		return
+	}
+	pf := &prefetch{done: make(chan struct{})}
+	v.ahead[n.Off] = pf
+	go func() {
+		defer close(pf.done)
+		pf.plain, pf.err = v.open(n, make([]byte, 0, n.Len))
+	}()
+}
+
+// open fetches chunk c verified and opens its modules, appending the
+// plaintext to dst, which has room for c.Len bytes.
+func (v *plainView) open(c pme.Span, dst []byte) ([]byte, error) {
+	bp, _ := v.ctPool.Get().(*[]byte)
+	if bp == nil || int64(cap(*bp)) < c.Len {
+		b := make([]byte, c.Len)
+		bp = &b
+	}
+	defer v.ctPool.Put(bp)
+	ct := (*bp)[:c.Len]
 	if _, err := v.vr.ReadAtContext(v.ctx, ct, c.Off); err != nil {
-		return 0, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
+		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 	}
-	plain, err := v.dek.OpenModules(dst[:0], ct)
+	plain, err := openModules(v.dek, dst, ct)
 	if err != nil {
-		return 0, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
+		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 	}
-	return len(plain), nil
+	return plain, nil
+}
+
+// parallelMin is the chunk size from which openModules splits the work in
+// two goroutines.
+const parallelMin = 4 << 20
+
+// openModules opens the back-to-back modules in ct into dst, as
+// pme.DEK.OpenModules does, using two goroutines for a large chunk: the
+// modules are independent, and each plaintext's place in dst is known from
+// the length prefixes.
+func openModules(k pme.DEK, dst, ct []byte) ([]byte, error) {
+	if len(ct) < parallelMin {
+		return k.OpenModules(dst, ct)
+	}
+	// Find the module boundary nearest the middle, and where the second
+	// half's plaintext starts.
+	at, plainAt := 0, 0
+	for b := ct; at < len(ct)/2; {
+		body, rest, err := pme.SplitModule(b)
+		if err != nil {
+			return k.OpenModules(dst, ct) // reports the error
+		}
+		at += pme.LenSize + len(body)
+		plainAt += len(body) - pme.NonceSize - pme.TagSize
+		b = rest
+	}
+	base := len(dst)
+	if cap(dst)-base < len(ct) {
+		return k.OpenModules(dst, ct)
+	}
+	var wg sync.WaitGroup
+	var second []byte
+	var err2 error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		second, err2 = k.OpenModules(dst[base+plainAt:base+plainAt], ct[at:])
+	}()
+	first, err1 := k.OpenModules(dst[base:base], ct[:at])
+	wg.Wait()
+	if err1 != nil || err2 != nil || len(first) != plainAt {
+		clear(dst[base:cap(dst)])
+		if err1 != nil {
+			return dst[:base], err1
+		}
+		if err2 != nil {
+			return dst[:base], err2
+		}
+		return dst[:base], fmt.Errorf("%w: module lengths changed", pme.ErrModule)
+	}
+	return dst[:base+plainAt+len(second)], nil
 }
 
 // Seek implements io.Seeker, for arrow-go's ReaderAtSeeker.

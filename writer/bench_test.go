@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -14,51 +13,17 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/benchdata"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// benchTable is the benchmark table: int64, float64, a 16–24-byte
-// string, a timestamp, and a bool with 5 % nulls, n rows.
+// benchTable is the benchmark table (package benchdata).
 func benchTable(n int, seed uint64) (*arrow.Schema, arrow.RecordBatch) {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: fieldID(1)},
-		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Metadata: fieldID(2)},
-		{Name: "s", Type: arrow.BinaryTypes.String, Metadata: fieldID(3)},
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Metadata: fieldID(4)},
-		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true, Metadata: fieldID(5)},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	rng := rand.New(rand.NewPCG(seed, 99))
-	ids := b.Field(0).(*array.Int64Builder)
-	xs := b.Field(1).(*array.Float64Builder)
-	ss := b.Field(2).(*array.StringBuilder)
-	ts := b.Field(3).(*array.TimestampBuilder)
-	oks := b.Field(4).(*array.BooleanBuilder)
-	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var sb [24]byte
-	for i := range n {
-		ids.Append(int64(i))
-		xs.Append(rng.NormFloat64())
-		l := 16 + rng.IntN(9)
-		for j := range l {
-			sb[j] = letters[rng.IntN(len(letters))]
-		}
-		ss.Append(string(sb[:l]))
-		ts.Append(arrow.Timestamp(1_700_000_000_000_000 + int64(i)*1000 + rng.Int64N(1000)))
-		if rng.IntN(20) == 0 {
-			oks.AppendNull()
-		} else {
-			oks.Append(rng.IntN(2) == 0)
-		}
-	}
-	return schema, b.NewRecordBatch()
+	return benchdata.Schema(), benchdata.Record(n, seed)
 }
 
 // plaintextProps are arrow-go's settings for the baseline: those the writer
@@ -112,14 +77,7 @@ func writeSOP(b *testing.B, st blobs.Store, schema *arrow.Schema, rec arrow.Reco
 func BenchmarkWrite(b *testing.B) {
 	schema, rec := benchTable(1_000_000, 1)
 	defer rec.Release()
-	arrowBytes := int64(0)
-	for _, c := range rec.Columns() {
-		for _, buf := range c.Data().Buffers() {
-			if buf != nil {
-				arrowBytes += int64(buf.Len())
-			}
-		}
-	}
+	arrowBytes := benchdata.ArrowBytes(rec)
 	var plain bytes.Buffer
 	b.Run("arrow-go-plaintext-to-memory", func(b *testing.B) {
 		b.SetBytes(arrowBytes)
