@@ -231,4 +231,3 @@ func readDataFile(b *testing.B, s *scanBench) []byte {
 	}
 	return data
 }
-
