@@ -26,7 +26,7 @@ type object struct {
 // writeObject writes recs as one object into st and checks what every object
 // must satisfy: the store holds exactly obj.Size bytes, whose BLAKE3 root is
 // obj.StorageID, and obj.Size == padme.Target(obj.UnpaddedSize) (Section
-// 11.8).
+// 11.8); and reader.Check reports it conformant.
 func writeObject(t *testing.T, st *store, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...writer.Option) object {
 	t.Helper()
 	w, err := writer.New(st, schema, opts...)
@@ -58,6 +58,7 @@ func writeObject(t *testing.T, st *store, schema *arrow.Schema, recs []arrow.Rec
 	if id := storageid.Sum(data); id != obj.StorageID {
 		t.Fatalf("stored bytes hash to %v, obj.StorageID is %v", id, obj.StorageID)
 	}
+	checkConformant(t, st, obj)
 	return object{Object: obj, path: path, data: data}
 }
 

@@ -27,7 +27,10 @@ const (
 
 	codecUncompressed = 0
 	codecSnappy       = 1
+	codecGzip         = 2
+	codecBrotli       = 4
 	codecZstd         = 6
+	codecLZ4Raw       = 7
 )
 
 // page is one page of a column chunk.
@@ -66,14 +69,29 @@ type layout struct {
 	chunks    []chunk
 }
 
-// inspect decrypts obj's footer and every page module of every column chunk
-// and checks the layout DuckDB reads (notes/duckdb-encrypted-parquet.md):
-// "PARE" at both ends; the column chunks tile the data region; each page is
-// a header module then a body module whose plaintext length is the header's
-// compressed_page_size; the data pages' num_values add up to the chunk's.
+// inspect checks the layout of an object of our writer (walkLayoutKeyRef),
+// with its key_ref in key_metadata.
 func inspect(t *testing.T, obj object) layout {
 	t.Helper()
-	data := obj.data
+	return walkLayoutKeyRef(t, obj.data, obj.DEK, obj.KeyRef[:])
+}
+
+// walkLayout checks the layout of a file with no key_metadata, as DuckDB
+// writes them (walkLayoutKeyRef).
+func walkLayout(t *testing.T, data []byte, dek pme.DEK) layout {
+	t.Helper()
+	return walkLayoutKeyRef(t, data, dek, nil)
+}
+
+// walkLayoutKeyRef decrypts, under dek, the footer of the object whose bytes
+// are data and every page module of every column chunk, and checks the
+// layout DuckDB reads (notes/duckdb-encrypted-parquet.md): "PARE" at both
+// ends; key_metadata is keyRef (absent if nil); the column chunks tile the
+// data region; each page is a header module then a body module whose
+// plaintext length is the header's compressed_page_size; the data pages'
+// num_values add up to the chunk's.
+func walkLayoutKeyRef(t *testing.T, data []byte, dek pme.DEK, keyRef []byte) layout {
+	t.Helper()
 	if len(data) < 12 || string(data[:4]) != "PARE" || string(data[len(data)-4:]) != "PARE" {
 		t.Fatalf("object does not start and end with PARE")
 	}
@@ -86,10 +104,10 @@ func inspect(t *testing.T, obj object) layout {
 	if err != nil {
 		t.Fatalf("footer region: %v", err)
 	}
-	if !bytes.Equal(tail.Crypto.KeyMetadata, obj.KeyRef[:]) {
-		t.Errorf("key_metadata %x, obj.KeyRef %x", tail.Crypto.KeyMetadata, obj.KeyRef[:])
+	if !bytes.Equal(tail.Crypto.KeyMetadata, keyRef) {
+		t.Errorf("key_metadata %x, want %x", tail.Crypto.KeyMetadata, keyRef)
 	}
-	footer, err := pme.OpenFooter(obj.DEK, tail.FooterBody)
+	footer, err := pme.OpenFooter(dek, tail.FooterBody)
 	if err != nil {
 		t.Fatalf("footer: %v", err)
 	}
@@ -120,7 +138,7 @@ func inspect(t *testing.T, obj object) layout {
 			if c.span.Off < 4 || c.span.End() > dataEnd {
 				t.Fatalf("row group %d column %s: chunk [%d, %d) outside the data region [4, %d)", i, c.path, c.span.Off, c.span.End(), dataEnd)
 			}
-			c.pages = openPages(t, obj, c)
+			c.pages = openPages(t, data, dek, c)
 			var n int64
 			for _, p := range c.pages {
 				if p.typ != pageDictionary {
@@ -150,16 +168,16 @@ func inspect(t *testing.T, obj object) layout {
 }
 
 // openPages opens the modules of chunk c, in pairs: page header, page body.
-func openPages(t *testing.T, obj object, c chunk) []page {
+func openPages(t *testing.T, data []byte, dek pme.DEK, c chunk) []page {
 	t.Helper()
-	b := obj.data[c.span.Off:c.span.End()]
+	b := data[c.span.Off:c.span.End()]
 	var pages []page
 	for len(b) > 0 {
 		hdrBody, rest, err := pme.SplitModule(b)
 		if err != nil {
 			t.Fatalf("column %s: page header module: %v", c.path, err)
 		}
-		hdr, err := obj.DEK.Open(nil, hdrBody)
+		hdr, err := dek.Open(nil, hdrBody)
 		if err != nil {
 			t.Fatalf("column %s: page header module: %v", c.path, err)
 		}
@@ -182,7 +200,7 @@ func openPages(t *testing.T, obj object, c chunk) []page {
 		if err != nil {
 			t.Fatalf("column %s: page body module: %v", c.path, err)
 		}
-		plain, err := obj.DEK.Open(nil, pageBody)
+		plain, err := dek.Open(nil, pageBody)
 		if err != nil {
 			t.Fatalf("column %s: page body module: %v", c.path, err)
 		}

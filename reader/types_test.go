@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -214,6 +216,11 @@ func TestRoundTripTypes(t *testing.T) {
 			r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, k := range r.Schema().Metadata().Keys() {
+				if strings.HasPrefix(k, padme.PadKey) {
+					t.Fatalf("the schema shows the reserved key %q", k)
+				}
 			}
 			if !r.Schema().Equal(schema) {
 				t.Fatalf("schema:\n%v\nwant\n%v", r.Schema(), schema)

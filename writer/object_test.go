@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"
@@ -273,6 +277,57 @@ func TestNoPlaintextLeak(t *testing.T) {
 	}
 	if !bytes.Contains(unreferenced, []byte(canary)) {
 		t.Fatal("arrow-go wrote no canary outside its column chunks: the leak this test guards against is not exercised")
+	}
+}
+
+// TestNoPlaintextLeakInStore writes the canary table into the directory
+// store and searches every file the store holds (data, outboards, anything
+// staged) for the canary: only ciphertext is ever staged or stored.
+func TestNoPlaintextLeakInStore(t *testing.T) {
+	const canary = "CANARY-Vb83nQ2tLx0z"
+	schema, rec := testTable(t, 2000, canary)
+	defer rec.Release()
+	dir := t.TempDir()
+	st, err := blobs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := writeObject(t, st, schema, []arrow.RecordBatch{rec}, writer.WithRowGroupRows(700),
+		writer.WithMetadata("k-"+canary, canary))
+	// A write that fails half way leaves nothing behind, canary or not.
+	w, err := writer.New(st, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := w.Close(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v", err)
+	}
+	files := 0
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		assertNoCanary(t, path, b, canary)
+		files++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files != 2 {
+		t.Fatalf("store holds %d files, want the object's .data and .obao4", files)
+	}
+	if _, err := os.Stat(filepath.Join(dir, obj.StorageID.String()+".data")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -98,8 +98,11 @@ func WithRowGroupRows(n int64) Option {
 
 // WithRowGroupBytes sets the encoded size in bytes at which a row group is
 // closed even if it has fewer rows than the row limit (default
-// DefaultRowGroupBytes). It bounds the writer's memory: about twice this
-// size is buffered while a row group is encoded and sealed.
+// DefaultRowGroupBytes). The size counts the pages the encoder has closed
+// plus, as an upper bound, a full data page for every column with an open
+// one; it is checked every 65,536 rows at most. It bounds the writer's
+// memory: about twice this size is buffered while a row group is encoded
+// and sealed.
 func WithRowGroupBytes(n int64) Option {
 	return func(cfg *config) error {
 		if n <= 0 {

@@ -49,7 +49,9 @@ type Writer struct {
 
 	rowGroups int   // row groups opened in the encoder
 	rgRows    int64 // rows in the open row group
+	rgRaw     int64 // Arrow bytes handed to the encoder for the open row group, about
 	rgFull    bool  // the open row group takes no more rows
+	leaves    int64 // leaf columns of the schema
 	closed    bool
 	err       error
 }
@@ -80,7 +82,7 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 	if err != nil {
 		return nil, fmt.Errorf("writer: staging object: %w", err)
 	}
-	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending}
+	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending, leaves: int64(leafColumns(schema))}
 	w.out = &counter{w: bufio.NewWriterSize(pending, 1<<20)}
 	w.rf = pme.NewReframer(w.out, w.dek)
 	w.fw, err = pqarrow.NewFileWriter(schema, plainSink{w.rf}, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
@@ -150,6 +152,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if err := w.cfg.ctx.Err(); err != nil {
 		return w.abort(err)
 	}
+	recRaw := recordBytes(rec)
 	for off, n := int64(0), rec.NumRows(); off < n; {
 		if w.rgFull || w.rowGroups == 0 {
 			if err := w.nextRowGroup(); err != nil {
@@ -172,9 +175,65 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		}
 		off += take
 		w.rgRows += take
-		w.rgFull = w.rgRows >= w.cfg.rowGroupRows || w.fw.RowGroupTotalCompressedBytes() >= w.cfg.rowGroupBytes
+		w.rgRaw += recRaw * take / n
+		w.rgFull = w.rgRows >= w.cfg.rowGroupRows || w.bufferedEstimate() >= w.cfg.rowGroupBytes
 	}
 	return nil
+}
+
+// bufferedEstimate bounds from above the encoded bytes the open row group
+// holds: the pages the encoder has closed, plus its open pages, each at most
+// a data page and together at most the Arrow bytes handed over.
+func (w *Writer) bufferedEstimate() int64 {
+	return w.fw.RowGroupTotalCompressedBytes() + min(w.rgRaw, w.leaves*w.cfg.dataPageSize)
+}
+
+// recordBytes returns the size of a record's Arrow buffers (a slice counts
+// its parent's buffers: an estimate).
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	var add func(d arrow.ArrayData)
+	add = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			add(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		add(c.Data())
+	}
+	return n
+}
+
+// leafColumns counts the Parquet leaf columns of a schema.
+func leafColumns(s *arrow.Schema) int {
+	var count func(t arrow.DataType) int
+	count = func(t arrow.DataType) int {
+		switch t := t.(type) {
+		case *arrow.MapType:
+			return count(t.KeyType()) + count(t.ItemType())
+		case arrow.ListLikeType:
+			return count(t.Elem())
+		case *arrow.StructType:
+			n := 0
+			for _, f := range t.Fields() {
+				n += count(f.Type)
+			}
+			return n
+		case arrow.ExtensionType:
+			return count(t.StorageType())
+		}
+		return 1
+	}
+	n := 0
+	for _, f := range s.Fields() {
+		n += count(f.Type)
+	}
+	return n
 }
 
 // nextRowGroup closes the open row group, if any, seals it, and opens the
@@ -187,7 +246,7 @@ func (w *Writer) nextRowGroup() error {
 		return fmt.Errorf("%w: %w", ErrEncode, err)
 	}
 	w.rowGroups++
-	w.rgRows, w.rgFull = 0, false
+	w.rgRows, w.rgRaw, w.rgFull = 0, 0, false
 	if w.rowGroups > 1 {
 		return w.flushRowGroup(w.rowGroups - 2)
 	}
