@@ -97,12 +97,7 @@ func (f *Footer) remap(chunks map[int64]*chunkMap) error {
 			md.Set(cmdTotalUncompressed, thrift.I64(m.uncompressed))
 			// Nothing that SOP-PME-1 (as DuckDB) does not write: no page
 			// index, no bloom filter, no column crypto metadata.
-			md.Delete(cmdIndexPageOffset)
-			md.Delete(cmdBloomFilterOffset)
-			md.Delete(cmdBloomFilterLength)
-			for id := int16(ccOffsetIndexOffset); id <= ccEncryptedColumnMD; id++ {
-				cc.Delete(id)
-			}
+			dropOutsideChunk(cc, md)
 			cc.Set(ccFileOffset, thrift.I64(0))
 			if rgStart < 0 {
 				rgStart = m.obj.Off
@@ -121,6 +116,21 @@ func (f *Footer) remap(chunks map[int64]*chunkMap) error {
 		return fmt.Errorf("%w: %d re-framed column chunks are not in the footer", ErrLayout, len(chunks))
 	}
 	return nil
+}
+
+// dropOutsideChunk deletes from a ColumnChunk, and its ColumnMetaData if md
+// is not nil, every field that addresses bytes outside the chunk's pages:
+// the page indexes, the index page, the bloom filter, and the column crypto
+// metadata.
+func dropOutsideChunk(cc, md *thrift.Struct) {
+	for id := int16(ccOffsetIndexOffset); id <= ccEncryptedColumnMD; id++ {
+		cc.Delete(id)
+	}
+	if md != nil {
+		md.Delete(cmdIndexPageOffset)
+		md.Delete(cmdBloomFilterOffset)
+		md.Delete(cmdBloomFilterLength)
+	}
 }
 
 func (f *Footer) rowGroups() ([]*thrift.Struct, error) {
@@ -291,14 +301,8 @@ func (f *Footer) StripForReading() {
 			if v.Struct == nil {
 				continue
 			}
-			for id := int16(ccOffsetIndexOffset); id <= ccEncryptedColumnMD; id++ {
-				v.Struct.Delete(id)
-			}
-			if md, err := v.Struct.Struct(ccMetaData); err == nil {
-				md.Delete(cmdIndexPageOffset)
-				md.Delete(cmdBloomFilterOffset)
-				md.Delete(cmdBloomFilterLength)
-			}
+			md, _ := v.Struct.Struct(ccMetaData)
+			dropOutsideChunk(v.Struct, md)
 		}
 	}
 }
