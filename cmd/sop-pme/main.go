@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,13 +41,13 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "demo":
-		err = demo(ctx, os.Args[2:])
+		err = demo(ctx, os.Stdout, os.Args[2:])
 	case "read":
-		err = read(ctx, os.Args[2:])
+		err = read(ctx, os.Stdout, os.Args[2:])
 	case "verify":
-		err = verifyCmd(ctx, os.Args[2:])
+		err = verifyCmd(ctx, os.Stdout, os.Args[2:])
 	case "check":
-		err = check(ctx, os.Args[2:])
+		err = check(ctx, os.Stdout, os.Args[2:])
 	default:
 		usage()
 	}
@@ -55,6 +56,8 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+var errNotConformant = errors.New("not a conformant SOP-PME-1 object")
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
@@ -103,13 +106,15 @@ func loadKEK(path string) (keyring.KEK, error) {
 }
 
 func flags(name string, args []string, extra func(*flag.FlagSet)) (store string, id storageid.ID, fs *flag.FlagSet, err error) {
-	fs = flag.NewFlagSet(name, flag.ExitOnError)
+	fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&store, "store", "demo-store", "directory of the blob store")
 	idStr := fs.String("id", "", "storage_id of the object (64 hex digits)")
 	if extra != nil {
 		extra(fs)
 	}
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return "", id, fs, err
+	}
 	if name != "demo" {
 		if id, err = storageid.Parse(*idStr); err != nil {
 			return "", id, fs, err
@@ -118,7 +123,7 @@ func flags(name string, args []string, extra func(*flag.FlagSet)) (store string,
 	return store, id, fs, nil
 }
 
-func demo(ctx context.Context, args []string) error {
+func demo(ctx context.Context, out io.Writer, args []string) error {
 	var rows int
 	dir, _, _, err := flags("demo", args, func(fs *flag.FlagSet) { fs.IntVar(&rows, "rows", 100_000, "rows to write") })
 	if err != nil {
@@ -144,12 +149,12 @@ func demo(ctx context.Context, args []string) error {
 	if err := e.ring.Put(ctx, obj.StorageID, obj.DEK); err != nil {
 		return err
 	}
-	fmt.Printf("wrote a %d-row sample table to %s\n", rows, dir)
-	fmt.Printf("storage_id     %s\n", obj.StorageID)
-	fmt.Printf("size           %d bytes (Padmé target of the unpadded size)\n", obj.Size)
-	fmt.Printf("unpadded size  %d bytes (keep it in the encrypted catalog)\n", obj.UnpaddedSize)
-	fmt.Printf("key_ref        %s (opaque; resolves nothing)\n", obj.KeyRef)
-	fmt.Printf("DEK            %v, wrapped in %s\n\n", obj.DEK, filepath.Join(dir, "keyring.json"))
+	fmt.Fprintf(out, "wrote a %d-row sample table to %s\n", rows, dir)
+	fmt.Fprintf(out, "storage_id     %s\n", obj.StorageID)
+	fmt.Fprintf(out, "size           %d bytes (Padmé target of the unpadded size)\n", obj.Size)
+	fmt.Fprintf(out, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", obj.UnpaddedSize)
+	fmt.Fprintf(out, "key_ref        %s (opaque; resolves nothing)\n", obj.KeyRef)
+	fmt.Fprintf(out, "DEK            %v, wrapped in %s\n\n", obj.DEK, filepath.Join(dir, "keyring.json"))
 
 	r, err := reader.Open(ctx, e.store, obj.StorageID, e.ring)
 	if err != nil {
@@ -159,17 +164,17 @@ func demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("projection of field 3 (amount) through verified ranges: %d rows, sum %d; object verified: %v\n", n, sum, r.Verified())
+	fmt.Fprintf(out, "projection of field 3 (amount) through verified ranges: %d rows, sum %d; object verified: %v\n", n, sum, r.Verified())
 	if err := r.Verify(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("full verification against storage_id: ok; object verified: %v\n", r.Verified())
+	fmt.Fprintf(out, "full verification against storage_id: ok; object verified: %v\n", r.Verified())
 	rep, err := reader.Check(ctx, e.store, obj.StorageID, e.ring)
 	if err != nil {
 		return err
 	}
-	fmt.Println(rep)
-	fmt.Printf("\nnext: go run ./cmd/sop-pme read -store %s -id %s -limit 5\n", dir, obj.StorageID)
+	fmt.Fprintln(out, rep)
+	fmt.Fprintf(out, "\nnext: go run ./cmd/sop-pme read -store %s -id %s -limit 5\n", dir, obj.StorageID)
 	return nil
 }
 
@@ -220,7 +225,7 @@ func sumColumn(ctx context.Context, r *reader.Reader, id int32) (n, sum int64, e
 	return n, sum, rr.Err()
 }
 
-func read(ctx context.Context, args []string) error {
+func read(ctx context.Context, out io.Writer, args []string) error {
 	var fieldList string
 	var limit int64
 	dir, id, _, err := flags("read", args, func(fs *flag.FlagSet) {
@@ -261,7 +266,7 @@ func read(ctx context.Context, args []string) error {
 			for j := range int(rec.NumCols()) {
 				cells = append(cells, rec.Schema().Field(j).Name+"="+rec.Column(j).ValueStr(i))
 			}
-			fmt.Println(strings.Join(cells, "  "))
+			fmt.Fprintln(out, strings.Join(cells, "  "))
 			printed++
 		}
 		total += rec.NumRows()
@@ -269,11 +274,11 @@ func read(ctx context.Context, args []string) error {
 	if err := rr.Err(); err != nil {
 		return err
 	}
-	fmt.Printf("(%d rows read through verified ranges; object verified: %v)\n", total, r.Verified())
+	fmt.Fprintf(out, "(%d rows read through verified ranges; object verified: %v)\n", total, r.Verified())
 	return nil
 }
 
-func verifyCmd(ctx context.Context, args []string) error {
+func verifyCmd(ctx context.Context, out io.Writer, args []string) error {
 	dir, id, _, err := flags("verify", args, nil)
 	if err != nil {
 		return err
@@ -289,11 +294,11 @@ func verifyCmd(ctx context.Context, args []string) error {
 	if err := r.Verify(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("%s: every byte matches\n", id)
+	fmt.Fprintf(out, "%s: every byte matches\n", id)
 	return nil
 }
 
-func check(ctx context.Context, args []string) error {
+func check(ctx context.Context, out io.Writer, args []string) error {
 	dir, id, _, err := flags("check", args, nil)
 	if err != nil {
 		return err
@@ -306,10 +311,9 @@ func check(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(rep)
+	fmt.Fprintln(out, rep)
 	if !rep.Conformant() {
-		os.Exit(1)
+		return errNotConformant
 	}
 	return nil
 }
-
