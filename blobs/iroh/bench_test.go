@@ -3,8 +3,10 @@
 package iroh
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"testing"
 
@@ -124,6 +126,8 @@ func BenchmarkSlice(b *testing.B) {
 	}
 
 	b.Run("iroh", func(b *testing.B) { benchSlices(b, s, id, false) })
+	b.Run("iroh-onebuffer", func(b *testing.B) { benchSlices(b, oneBuffer{s}, id, false) })
+	b.Run("iroh-stream", func(b *testing.B) { benchSlices(b, streamed{s}, id, false) })
 	b.Run("dir", func(b *testing.B) { benchSlices(b, d, id, false) })
 	b.Run("iroh-verified", func(b *testing.B) { benchSlices(b, s, id, true) })
 	b.Run("dir-verified", func(b *testing.B) { benchSlices(b, d, id, true) })
@@ -137,4 +141,94 @@ func BenchmarkSlice(b *testing.B) {
 		other := openStore(b, b.TempDir())
 		benchSlices(b, other.Remote(addr), id, true)
 	})
+}
+
+// BenchmarkVerify runs verify.Verify over a whole 256 MiB object, from the
+// iroh store (streamed; and as one buffer, as Slice did before it streamed)
+// and from the directory store, and reports the peak growth of
+// the Go heap (HeapInuse) and of the resident set during one more, untimed,
+// run.
+func BenchmarkVerify(b *testing.B) {
+	const size = 256 << 20
+	ctx := context.Background()
+	s := openStore(b, b.TempDir())
+	id := writeBlob(b, s, 903, size)
+	d, err := blobs.OpenDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	writeBlob(b, d, 903, size)
+	for _, c := range []struct {
+		name string
+		src  verify.Source
+	}{{"iroh", s}, {"iroh-onebuffer", oneBuffer{s}}, {"dir", d}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				if err := verify.Verify(ctx, c.src, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// One more run, untimed, sampling memory every millisecond.
+			b.StopTimer()
+			var err error
+			peak := measurePeak(func() { err = verify.Verify(ctx, c.src, id) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(peak.heap)/mib, "peak-heap-MiB")
+			b.ReportMetric(float64(peak.rss)/mib, "peak-rss-MiB")
+		})
+	}
+}
+
+// BenchmarkSliceSizes reads slices of several sizes from the iroh store: in
+// one call (sop_iroh_export_bao), streamed through a cursor, and through
+// Store.Slice (a cursor read whole up to 1 MiB, streamed beyond).
+func BenchmarkSliceSizes(b *testing.B) {
+	ctx := context.Background()
+	s := openStore(b, b.TempDir())
+	id := writeBlob(b, s, 904, 64<<20)
+	for _, n := range []uint64{1 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 4 << 20} {
+		for _, c := range []struct {
+			name string
+			src  verify.Source
+		}{{"onebuffer", oneBuffer{s}}, {"stream", streamed{s}}, {"Slice", s}} {
+			b.Run(fmt.Sprintf("%dKiB/%s", n>>10, c.name), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					off := uint64(i) * 7 * n % (64<<20 - n)
+					rc, err := c.src.Slice(ctx, id, off, n)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.Copy(io.Discard, rc); err != nil {
+						b.Fatal(err)
+					}
+					rc.Close()
+				}
+			})
+		}
+	}
+}
+
+// oneBuffer is the iroh store with every slice exported in one call into one
+// buffer (sop_iroh_export_bao), as Store.Slice does for small ranges.
+type oneBuffer struct{ s *Store }
+
+func (o oneBuffer) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	b, err := o.s.exportBao(ctx, id, off, n)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// streamed is the iroh store with every slice streamed through a cursor, as
+// Store.Slice does for large ranges.
+type streamed struct{ s *Store }
+
+func (o streamed) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	return o.s.openExport(ctx, id, off, n)
 }

@@ -19,7 +19,9 @@
 //   - [Store.Slice] is iroh-blobs' export_bao, which validates data and
 //     outboard against the hash as it encodes (a corrupted store file makes it
 //     fail), and returns a BAO slice that the caller verifies again with
-//     package verify;
+//     package verify. Ranges over 1 MiB are streamed from the library through
+//     a cursor as they are read, so memory does not grow with the range:
+//     verify.Verify of a multi-GiB object holds a few MiB;
 //   - [Remote.Slice] first fetches the range with the blobs get protocol,
 //     which verifies every chunk group as it arrives, then proceeds as
 //     [Store.Slice];

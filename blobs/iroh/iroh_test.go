@@ -629,6 +629,23 @@ func TestHeaderMatchesRust(t *testing.T) {
 		!bytes.Contains(rs, []byte(fmt.Sprintf("SOP_IROH_ABI_VERSION: u32 = %d;", abiVersion))) {
 		t.Error("ABI version differs between iroh.go, the header and lib.rs")
 	}
+	// The link-time check: one version symbol, named after the version.
+	var abiSyms []string
+	for k := range rFns {
+		if strings.HasPrefix(k, "sop_iroh_abi_v") {
+			abiSyms = append(abiSyms, k)
+		}
+	}
+	if want := fmt.Sprintf("sop_iroh_abi_v%d", abiVersion); len(abiSyms) != 1 || abiSyms[0] != want {
+		t.Errorf("version symbols in lib.rs: %v, want just %s", abiSyms, want)
+	}
+	// The opaque handle types.
+	for _, ty := range []string{"SopIrohStore", "SopIrohExport"} {
+		if !bytes.Contains(h, []byte("typedef struct "+ty+" "+ty+";")) ||
+			!bytes.Contains(rs, []byte("pub struct "+ty)) {
+			t.Errorf("handle type %s is not declared in both the header and lib.rs", ty)
+		}
+	}
 	t.Logf("%d functions checked: %v", len(names), names)
 
 	// The result codes, in the header, lib.rs and errors.go.

@@ -10,9 +10,9 @@
  * the same number of parameters.
  *
  * Conventions:
- * - Every function except sop_iroh_free and sop_iroh_abi_v1 returns
- *   SOP_IROH_OK (0) or an error code, and writes a NUL-terminated UTF-8
- *   message (empty on success) into err[0..err_cap).
+ * - Every function except sop_iroh_free, sop_iroh_export_close and
+ *   sop_iroh_abi_v2 returns SOP_IROH_OK (0) or an error code, and writes a
+ *   NUL-terminated UTF-8 message (empty on success) into err[0..err_cap).
  * - Strings are passed as (pointer, length), UTF-8, not NUL-terminated.
  * - Hashes are 32 bytes (the BLAKE3 root hash iroh-blobs assigns).
  * - Byte ranges are n (offset, length) pairs of uint64_t; each is rounded out
@@ -22,6 +22,10 @@
  *   freed with sop_iroh_free(ptr, len).
  * - A store handle may be used from several threads at once, except that
  *   sop_iroh_store_close must not run concurrently with any other call on it.
+ *   Calls on an export cursor may run concurrently with sop_iroh_store_close
+ *   and with calls on other cursors; calls on one cursor are serialized, and
+ *   sop_iroh_export_close must not run concurrently with another call on the
+ *   same cursor.
  * - Panics in the library are caught and reported as SOP_IROH_E_PANIC.
  */
 #ifndef SOP_IROH_H
@@ -34,7 +38,7 @@
 extern "C" {
 #endif
 
-#define SOP_IROH_ABI_VERSION 1
+#define SOP_IROH_ABI_VERSION 2
 
 #define SOP_IROH_OK 0
 #define SOP_IROH_E_INTERNAL 1      /* a bug or an unexpected state */
@@ -48,16 +52,21 @@ extern "C" {
 #define SOP_IROH_E_PANIC 9         /* a panic was caught */
 
 typedef struct SopIrohStore SopIrohStore;
+typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
 
-/* Link-time version check: returns SOP_IROH_ABI_VERSION. */
-uint32_t sop_iroh_abi_v1(void);
+/* Link-time version check: returns SOP_IROH_ABI_VERSION. Version 2 added the
+ * streaming export (sop_iroh_export_open/read/close) and made
+ * sop_iroh_store_close cancel open exports. */
+uint32_t sop_iroh_abi_v2(void);
 
 /* Opens or creates an iroh-blobs FsStore in the absolute directory dir. */
 int32_t sop_iroh_store_open(const uint8_t *dir, size_t dir_len,
                             SopIrohStore **out_store, char *err, size_t err_cap);
 
-/* Stops serving, closes the endpoint, shuts the store down and frees the
- * handle (invalid afterwards, even on error). */
+/* Cancels the store's open export cursors (their next sop_iroh_export_read
+ * fails with SOP_IROH_E_INVALID; each must still be freed with
+ * sop_iroh_export_close), stops serving, closes the endpoint, shuts the store
+ * down and frees the handle (invalid afterwards, even on error). */
 int32_t sop_iroh_store_close(SopIrohStore *store, char *err, size_t err_cap);
 
 /* Imports data[0..len) as a raw blob under the named tag (none if tag_len is
@@ -84,6 +93,33 @@ int32_t sop_iroh_export_bao(const SopIrohStore *store, const uint8_t *hash,
                             const uint64_t *ranges, size_t n_ranges,
                             uint8_t **out_ptr, size_t *out_len, char *err,
                             size_t err_cap);
+
+/* The same encoding as sop_iroh_export_bao (export_bao, the same ranges and
+ * clipping), streamed through a cursor, with memory bounded whatever the
+ * ranges' size: the store reads and validates at most 128 items (parent
+ * pairs or groups, about 1 MiB) ahead of the reader. A missing blob is
+ * reported here (SOP_IROH_E_NOT_FOUND); data failing validation by the read
+ * that reaches it. On success, *out_cursor is freed with
+ * sop_iroh_export_close. */
+int32_t sop_iroh_export_open(const SopIrohStore *store, const uint8_t *hash,
+                             const uint64_t *ranges, size_t n_ranges,
+                             SopIrohExport **out_cursor, char *err,
+                             size_t err_cap);
+
+/* Copies the next bytes of the encoding into buf[0..cap), cap > 0, and
+ * writes their number to *out_n: at least 1, or 0 at the end of the
+ * encoding. Waits for the first byte, then copies what is ready without
+ * waiting. A failure (SOP_IROH_E_CORRUPT: data failed validation;
+ * SOP_IROH_E_INVALID: the store was closed) is returned, with *out_n = 0, by
+ * the first call after the last good byte and by every later call: the
+ * encoding never just ends short. */
+int32_t sop_iroh_export_read(SopIrohExport *cursor, uint8_t *buf, size_t cap,
+                             size_t *out_n, char *err, size_t err_cap);
+
+/* Stops the cursor's export if still running and frees the cursor (invalid
+ * afterwards). Valid at any point, also after sop_iroh_store_close. NULL is
+ * ignored. */
+void sop_iroh_export_close(SopIrohExport *cursor);
 
 /* Writes the blob's size, proven by verifying its last chunk. */
 int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,

@@ -8,7 +8,7 @@
 //! - every exported function runs inside `catch_unwind`; a panic becomes
 //!   `SOP_IROH_E_PANIC` with its message, never an unwind across `extern "C"`;
 //! - one global tokio runtime, entered with `block_on` once per call; no
-//!   callbacks into Go;
+//!   callbacks into Go (a streaming export is a cursor that Go pulls from);
 //! - memory handed to Go is freed only by `sop_iroh_free`;
 //! - no signal handlers (no tokio `signal` or `process`);
 //! - byte reads are BAO proofs from `export_bao` (validated against the hash),
@@ -20,11 +20,13 @@
 use std::{
     collections::HashMap,
     ffi::c_char,
+    future::Future,
     net::{IpAddr, Ipv4Addr, SocketAddr},
     panic::{catch_unwind, AssertUnwindSafe},
     path::PathBuf,
-    pin::pin,
-    sync::OnceLock,
+    pin::Pin,
+    sync::{Arc, Mutex, MutexGuard, OnceLock, Weak},
+    task::Poll,
     time::Duration,
 };
 
@@ -34,7 +36,7 @@ use iroh::{
     Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode,
 };
 use iroh_blobs::{
-    api::blobs::{AddPathOptions, BlobStatus, EncodedItem, ImportMode},
+    api::blobs::{AddPathOptions, BlobStatus, EncodedItem, ExportBaoOptions, ImportMode},
     get::{
         fsm::{AtBlobHeaderNextError, DecodeError},
         GetError,
@@ -43,10 +45,10 @@ use iroh_blobs::{
     store::fs::FsStore,
     BlobFormat, BlobsProtocol, Hash,
 };
-use n0_future::StreamExt;
+use n0_future::{Stream, StreamExt};
 
 /// The ABI version; `sop_iroh.h` declares the same number.
-pub const SOP_IROH_ABI_VERSION: u32 = 1;
+pub const SOP_IROH_ABI_VERSION: u32 = 2;
 
 // Result codes; `sop_iroh.h` declares the same values.
 const OK: i32 = 0;
@@ -64,13 +66,23 @@ const E_PANIC: i32 = 9;
 const GROUP_CHUNKS: u64 = 16;
 const GROUP_BYTES: u64 = GROUP_CHUNKS * 1024;
 
+/// Capacity, in items, of the channel that iroh-blobs' store actor fills for an
+/// export (iroh-blobs' default is 32). Items are a 64-byte parent pair or a
+/// leaf of at most one 16 KiB group, so the channel holds at most 2 MiB (about
+/// 1 MiB, as leaves and parents alternate), whatever the range's size; it
+/// lets the store read and validate ahead while the caller consumes, with
+/// fewer cross-thread wake-ups. On a 256 MiB verify through a cursor: 32
+/// items ≈ 1.67 GB/s, 128 ≈ 1.81 GB/s, 512 ≈ 1.9 GB/s (and 8 MiB more RSS).
+const EXPORT_CHANNEL_ITEMS: usize = 128;
+
 /// Referenced from the Go package's cgo preamble: a library without this
 /// symbol (another ABI version) fails to link.
 #[no_mangle]
-pub extern "C" fn sop_iroh_abi_v1() -> u32 {
+pub extern "C" fn sop_iroh_abi_v2() -> u32 {
     catch_unwind(|| SOP_IROH_ABI_VERSION).unwrap_or(0)
 }
 
+#[derive(Clone)]
 struct Error {
     code: i32,
     msg: String,
@@ -274,6 +286,10 @@ unsafe fn give(v: Vec<u8>, out_ptr: *mut *mut u8, out_len: *mut usize) -> Result
 pub struct SopIrohStore {
     fs: FsStore,
     net: tokio::sync::Mutex<Net>,
+    /// The store's streaming exports, so that closing the store can cancel
+    /// those still open. A cursor does not refer to the store: it owns its
+    /// stream, and outlives the store if need be.
+    exports: Mutex<Vec<Weak<Mutex<Export>>>>,
 }
 
 #[derive(Default)]
@@ -373,36 +389,177 @@ fn map_encode_error(e: &bao_tree::io::EncodeError) -> Error {
     }
 }
 
+/// Locks m, and recovers it if a panic (caught and reported) poisoned it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| {
+        m.clear_poison();
+        e.into_inner()
+    })
+}
+
+/// Locks an export; one that a panic interrupted has failed.
+fn lock_export(m: &Mutex<Export>) -> MutexGuard<'_, Export> {
+    m.lock().unwrap_or_else(|e| {
+        m.clear_poison();
+        let mut g = e.into_inner();
+        g.finish(Err(Error::new(
+            E_INTERNAL,
+            "the export failed after a panic",
+        )));
+        g
+    })
+}
+
+type ItemStream = Pin<Box<dyn Stream<Item = EncodedItem> + Send>>;
+
+/// An export_bao in progress, read as bytes of the encoding: the stream of
+/// iroh-blobs' items, the unread bytes of the current item, and how the
+/// stream ended once it has.
+struct Export {
+    stream: Option<ItemStream>,
+    pending: bytes::Bytes,
+    /// Some(Ok) once the stream has ended cleanly, Some(Err) once it failed
+    /// or was cancelled; sticky.
+    end: Option<Result<()>>,
+}
+
+impl Export {
+    /// Starts export_bao of the chunk groups of hash in groups (clipped to
+    /// the blob as chunk_ranges does) with a channel of cap items, and
+    /// reads its first item, the size, so that a missing blob or a failure
+    /// to start is reported here.
+    async fn open(fs: &FsStore, hash: Hash, groups: &[(u64, u64)], cap: usize) -> Result<Self> {
+        let (st, size) = status(fs, hash).await?;
+        if matches!(st, BlobStatus::NotFound) {
+            return Err(Error::new(E_NOT_FOUND, format!("blob {hash} not found")));
+        }
+        let ranges = chunk_ranges(groups, size);
+        let stream: ItemStream = Box::pin(
+            fs.blobs()
+                .export_bao_with_opts(ExportBaoOptions { hash, ranges }, cap)
+                .stream(),
+        );
+        let mut e = Export {
+            stream: Some(stream),
+            pending: bytes::Bytes::new(),
+            end: None,
+        };
+        let first = e.stream.as_mut().unwrap().next().await;
+        match first {
+            Some(EncodedItem::Size(size)) => {
+                e.pending = bytes::Bytes::copy_from_slice(&size.to_le_bytes());
+                Ok(e)
+            }
+            Some(EncodedItem::Error(err)) => Err(map_encode_error(&err)),
+            Some(EncodedItem::Done) | None => {
+                Err(Error::new(E_NOT_FOUND, format!("blob {hash}: no data")))
+            }
+            Some(EncodedItem::Parent(_) | EncodedItem::Leaf(_)) => {
+                Err(Error::new(E_INTERNAL, "export_bao began without the size"))
+            }
+        }
+    }
+
+    /// Takes the next item of the stream (None: the stream has ended).
+    fn take(&mut self, item: Option<EncodedItem>) {
+        match item {
+            Some(EncodedItem::Parent(p)) => {
+                let mut b = Vec::with_capacity(64);
+                b.extend_from_slice(p.pair.0.as_bytes());
+                b.extend_from_slice(p.pair.1.as_bytes());
+                self.pending = b.into();
+            }
+            Some(EncodedItem::Leaf(leaf)) => self.pending = leaf.data,
+            Some(EncodedItem::Done) | None => self.finish(Ok(())),
+            Some(EncodedItem::Error(e)) => self.finish(Err(map_encode_error(&e))),
+            Some(EncodedItem::Size(_)) => self.finish(Err(Error::new(
+                E_INTERNAL,
+                "export_bao sent the size twice",
+            ))),
+        }
+    }
+
+    /// Ends the export: drops the stream, which stops the store's export
+    /// task at its next item.
+    fn finish(&mut self, end: Result<()>) {
+        self.stream = None;
+        if end.is_err() {
+            self.pending = bytes::Bytes::new();
+        }
+        self.end = Some(end);
+    }
+
+    /// Cancels the export unless it has already delivered all its bytes.
+    fn cancel(&mut self, why: Error) {
+        if !(matches!(self.end, Some(Ok(()))) && self.pending.is_empty()) {
+            self.finish(Err(why));
+        }
+    }
+
+    /// Copies the next bytes of the encoding into buf and returns how many:
+    /// 0 only at the end. It waits for the first byte, then takes what the
+    /// stream has ready without waiting. An error that follows bytes copied
+    /// in this call is returned by the next call, and by every later one.
+    async fn fill(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let mut n = 0;
+        loop {
+            if !self.pending.is_empty() {
+                let k = self.pending.len().min(buf.len() - n);
+                buf[n..n + k].copy_from_slice(&self.pending[..k]);
+                let _ = self.pending.split_to(k);
+                n += k;
+                if n == buf.len() {
+                    return Ok(n);
+                }
+            }
+            match &self.end {
+                Some(Ok(())) => return Ok(n),
+                Some(Err(e)) if n == 0 => return Err(e.clone()),
+                Some(Err(_)) => return Ok(n),
+                None => {}
+            }
+            let stream = self
+                .stream
+                .as_mut()
+                .expect("an unfinished export has its stream");
+            let item = if n == 0 {
+                stream.next().await
+            } else {
+                // Only what is ready: the caller has bytes to work on.
+                let mut next = stream.next();
+                match std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut next).poll(cx))).await {
+                    Poll::Ready(item) => item,
+                    Poll::Pending => return Ok(n),
+                }
+            };
+            self.take(item);
+        }
+    }
+
+    /// Reads the rest of the encoding into one vector.
+    async fn read_to_end(mut self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        loop {
+            out.extend_from_slice(&self.pending);
+            self.pending = bytes::Bytes::new();
+            match self.end.take() {
+                Some(r) => return r.map(|()| out),
+                None => {
+                    let item = self.stream.as_mut().unwrap().next().await;
+                    self.take(item);
+                }
+            }
+        }
+    }
+}
+
 /// Exports the BAO encoding of ranges of hash, verified against the hash:
 /// the 8-byte little-endian size, then pre-order parent pairs and leaves.
 async fn export_bao(fs: &FsStore, hash: Hash, groups: &[(u64, u64)]) -> Result<Vec<u8>> {
-    let (st, size) = status(fs, hash).await?;
-    if matches!(st, BlobStatus::NotFound) {
-        return Err(Error::new(E_NOT_FOUND, format!("blob {hash} not found")));
-    }
-    let ranges = chunk_ranges(groups, size);
-    let mut out = Vec::new();
-    let mut size_seen = false;
-    let mut stream = pin!(fs.blobs().export_bao(hash, ranges).stream());
-    while let Some(item) = stream.next().await {
-        match item {
-            EncodedItem::Size(size) => {
-                size_seen = true;
-                out.extend_from_slice(&size.to_le_bytes());
-            }
-            EncodedItem::Parent(p) => {
-                out.extend_from_slice(p.pair.0.as_bytes());
-                out.extend_from_slice(p.pair.1.as_bytes());
-            }
-            EncodedItem::Leaf(leaf) => out.extend_from_slice(&leaf.data),
-            EncodedItem::Done => break,
-            EncodedItem::Error(e) => return Err(map_encode_error(&e)),
-        }
-    }
-    if !size_seen {
-        return Err(Error::new(E_NOT_FOUND, format!("blob {hash}: no data")));
-    }
-    Ok(out)
+    Export::open(fs, hash, groups, EXPORT_CHANNEL_ITEMS)
+        .await?
+        .read_to_end()
+        .await
 }
 
 fn map_get_error(e: GetError) -> Error {
@@ -449,18 +606,22 @@ pub unsafe extern "C" fn sop_iroh_store_open(
         let s = Box::new(SopIrohStore {
             fs,
             net: tokio::sync::Mutex::new(Net::default()),
+            exports: Mutex::new(Vec::new()),
         });
         *out_store = Box::into_raw(s);
         Ok(())
     })
 }
 
-/// Stops serving, closes the endpoint, shuts the store down cleanly and frees
-/// the handle. The handle is invalid afterwards, even on error.
+/// Cancels the store's open streaming exports (their next
+/// sop_iroh_export_read fails with SOP_IROH_E_INVALID; they must still be
+/// closed with sop_iroh_export_close), stops serving, closes the endpoint,
+/// shuts the store down cleanly and frees the handle. The handle is invalid
+/// afterwards, even on error.
 ///
 /// # Safety
 /// store must come from sop_iroh_store_open and not be used concurrently or
-/// afterwards.
+/// afterwards. Calls on its cursors may run concurrently.
 #[no_mangle]
 pub unsafe extern "C" fn sop_iroh_store_close(
     store: *mut SopIrohStore,
@@ -472,6 +633,19 @@ pub unsafe extern "C" fn sop_iroh_store_close(
             return Err(Error::new(E_INVALID, "null store"));
         }
         let s = Box::from_raw(store);
+        // Cancel the open exports first: dropping their streams ends the
+        // store's export tasks, which the shutdown below would otherwise
+        // wait for while they wait for a reader.
+        let open: Vec<_> = lock(&s.exports)
+            .drain(..)
+            .filter_map(|w| w.upgrade())
+            .collect();
+        {
+            let _rt = runtime()?.enter();
+            for c in open {
+                lock_export(&c).cancel(Error::new(E_INVALID, "store closed"));
+            }
+        }
         block_on(async move {
             let mut msgs = Vec::new();
             {
@@ -650,6 +824,111 @@ pub unsafe extern "C" fn sop_iroh_export_bao(
         let v = block_on(export_bao(&s.fs, hash, &ranges))??;
         give(v, out_ptr, out_len)
     })
+}
+
+/// A streaming export (sop_iroh_export_open): the export, shared with the
+/// store's list of open exports so that closing the store can cancel it.
+pub struct SopIrohExport(Arc<Mutex<Export>>);
+
+/// Starts a streaming export_bao of the 16 KiB chunk groups that intersect
+/// the n_ranges (offset, length) byte ranges, with the same clipping as
+/// sop_iroh_export_bao, and writes a cursor to *out_cursor; the encoding is
+/// then read with sop_iroh_export_read, and the cursor freed with
+/// sop_iroh_export_close. A missing blob is reported here; data that fails
+/// validation is reported by the read that reaches it. The export holds at
+/// most EXPORT_CHANNEL_ITEMS items (about 1 MiB) ahead of the reader,
+/// whatever the size of the ranges.
+///
+/// # Safety
+/// hash must point to 32 bytes, ranges to 2*n_ranges u64 values; out_cursor
+/// must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_export_open(
+    store: *const SopIrohStore,
+    hash: *const u8,
+    ranges: *const u64,
+    n_ranges: usize,
+    out_cursor: *mut *mut SopIrohExport,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        let s = store_ref(store)?;
+        let hash = hash_arg(hash)?;
+        let ranges = group_ranges(ranges, n_ranges)?;
+        if out_cursor.is_null() {
+            return Err(Error::new(E_INVALID, "null output pointer"));
+        }
+        let e = block_on(Export::open(&s.fs, hash, &ranges, EXPORT_CHANNEL_ITEMS))??;
+        let shared = Arc::new(Mutex::new(e));
+        {
+            let mut open = lock(&s.exports);
+            open.retain(|w| w.strong_count() > 0);
+            open.push(Arc::downgrade(&shared));
+        }
+        *out_cursor = Box::into_raw(Box::new(SopIrohExport(shared)));
+        Ok(())
+    })
+}
+
+/// Copies the next bytes of the cursor's encoding into buf[0..cap) and
+/// writes their number to *out_n: at least 1, or 0 at the end of the
+/// encoding. It waits for the first byte, then copies what is ready without
+/// waiting. A failure (SOP_IROH_E_CORRUPT for data that fails validation,
+/// SOP_IROH_E_INVALID once the store is closed) is reported by the first
+/// call after the last good byte, and by every later call, with *out_n 0;
+/// the stream never just ends short.
+///
+/// # Safety
+/// cursor must come from sop_iroh_export_open and not be closed; buf must be
+/// writable for cap bytes; out_n must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_export_read(
+    cursor: *mut SopIrohExport,
+    buf: *mut u8,
+    cap: usize,
+    out_n: *mut usize,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        let c = cursor
+            .as_ref()
+            .ok_or_else(|| Error::new(E_INVALID, "null cursor"))?;
+        if out_n.is_null() {
+            return Err(Error::new(E_INVALID, "null output pointer"));
+        }
+        *out_n = 0;
+        if buf.is_null() || cap == 0 {
+            return Err(Error::new(E_INVALID, "empty read buffer"));
+        }
+        let buf = std::slice::from_raw_parts_mut(buf, cap);
+        let mut e = lock_export(&c.0);
+        *out_n = block_on(e.fill(buf))??;
+        Ok(())
+    })
+}
+
+/// Stops the cursor's export if it is still running, and frees the cursor.
+/// Valid before the end of the export, and after sop_iroh_store_close. Null
+/// is ignored.
+///
+/// # Safety
+/// cursor must come from sop_iroh_export_open, be closed once, and not be
+/// used concurrently or afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_export_close(cursor: *mut SopIrohExport) {
+    if cursor.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let c = Box::from_raw(cursor);
+        // Drop the stream now (store_close may hold the export a moment
+        // longer), inside the runtime in case dropping needs it.
+        let _rt = runtime().ok().map(|rt| rt.enter());
+        lock_export(&c.0).cancel(Error::new(E_INVALID, "export closed"));
+        drop(c);
+    }));
 }
 
 /// Writes the size of blob hash to out_size after verifying its last chunk
