@@ -125,9 +125,6 @@ func (p padded) publish(ctx context.Context, out *counter, pending blobs.Pending
 	if _, err := out.Write(p.tail); err != nil {
 		return Object{}, err
 	}
-	if err := out.Flush(); err != nil {
-		return Object{}, err
-	}
 	if out.n != p.size {
 		return Object{}, fmt.Errorf("%w: staged %d bytes, want %d", ErrPadding, out.n, p.size)
 	}

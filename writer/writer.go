@@ -18,10 +18,10 @@
 package writer
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -83,7 +83,9 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 		return nil, fmt.Errorf("writer: staging object: %w", err)
 	}
 	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending, leaves: int64(leafColumns(schema))}
-	w.out = &counter{w: bufio.NewWriterSize(pending, 1<<20)}
+	// No buffering: the Reframer writes a page (header and body modules) at
+	// a time, and the tail in one piece.
+	w.out = &counter{w: pending}
 	w.rf = pme.NewReframer(w.out, w.dek)
 	w.fw, err = pqarrow.NewFileWriter(schema, plainSink{w.rf}, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
@@ -122,9 +124,9 @@ type plainSink struct{ rf *pme.Reframer }
 
 func (s plainSink) Write(p []byte) (int, error) { return s.rf.Write(p) }
 
-// counter buffers and counts the ciphertext on its way to the store.
+// counter counts the ciphertext on its way to the store.
 type counter struct {
-	w *bufio.Writer
+	w io.Writer
 	n uint64
 }
 
@@ -133,8 +135,6 @@ func (c *counter) Write(p []byte) (int, error) {
 	c.n += uint64(n)
 	return n, err
 }
-
-func (c *counter) Flush() error { return c.w.Flush() }
 
 // Write adds the rows of rec to the object. rec's schema must equal the
 // writer's. Rows are buffered into row groups; each full row group is
