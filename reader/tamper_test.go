@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
@@ -314,4 +315,34 @@ func sameLengthModules(t *testing.T, l objectLayout) (pme.Span, pme.Span) {
 	}
 	t.Fatal("no two modules of equal length")
 	return pme.Span{}, pme.Span{}
+}
+
+// TestNotSOPPME opens objects that are not encrypted-footer PME files: a
+// plaintext Parquet file (refused: plaintext footers are forbidden, Section
+// 11.4), and bytes too short to be a file.
+func TestNotSOPPME(t *testing.T) {
+	ctx := context.Background()
+	var plain bytes.Buffer
+	schema, rec := fiveColumns(t, 100)
+	defer rec.Release()
+	fw, err := pqarrow.NewFileWriter(schema, &plain, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(rec)
+	fw.Close()
+	st := newMemStore()
+	id := st.put(plain.Bytes())
+	k := keys{id: pme.NewDEK()}
+	if _, err := reader.Open(ctx, st, id, k); !errors.Is(err, pme.ErrPlaintextFooter) {
+		t.Fatalf("Open(plaintext Parquet) = %v, want pme.ErrPlaintextFooter", err)
+	}
+	rep, err := reader.Check(ctx, st, id, k)
+	if err != nil || rep.Conformant() || !rep.Failed(reader.ReqMagic) {
+		t.Fatalf("Check(plaintext Parquet) = %v, %v", rep, err)
+	}
+	short := st.put([]byte("PARE"))
+	if _, err := reader.Open(ctx, st, short, keys{short: pme.NewDEK()}); !errors.Is(err, reader.ErrFormat) {
+		t.Fatalf("Open(4 bytes) = %v, want reader.ErrFormat", err)
+	}
 }

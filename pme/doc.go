@@ -1,0 +1,32 @@
+// Package pme implements the Parquet Modular Encryption layer of SOP-PME-1
+// (Sections 11.1–11.4 of the SOP spec): the encrypted-footer layout that
+// DuckDB writes, with AES-GCM modules under one per-object DEK and the empty
+// AAD.
+//
+//	"PARE" | module | module | ... | FileCryptoMetaData | footer module | u32 LE len | "PARE"
+//
+// Every module is u32 LE length | 12-byte nonce | ciphertext | 16-byte tag,
+// sealed with a fresh random nonce (DEK.Seal) and no AAD (Section 11.3).
+// Each page header and each page body is a module of its own; the footer
+// (FileMetaData) is one more. FileCryptoMetaData is plaintext: AES_GCM_V1
+// with no field set, and key_metadata holding the 16-byte key_ref (Section
+// 11.5).
+//
+// The package has three parts:
+//
+//   - DEK: the data encryption key, which never prints and counts the
+//     modules it seals (at most 2^32), with Seal, Open and OpenModules.
+//   - Reframer: the streaming re-framer that turns plaintext Parquet, as
+//     arrow-go writes it, into this layout, one row group at a time, copying
+//     only the bytes the footer references; and Footer, the decoded
+//     FileMetaData that the writer pads and seals and the reader opens.
+//   - The parsers of the plaintext parts of a file: ParseTrailer,
+//     ParseFooterRegion, ParseFileCryptoMetaData, SplitModule. They accept
+//     only the empty-AAD AES_GCM_V1 construction; there is no plaintext
+//     footer mode anywhere in the package (Section 11.4).
+//
+// Modules are not bound to their position: with the empty AAD, a module
+// moved within an object, or into another object under the same DEK, still
+// opens. Only the storage_id binds them (Section 11.10), which is why
+// nothing reads an object except through package verify.
+package pme
