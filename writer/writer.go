@@ -14,6 +14,11 @@
 // nested fields included, carries the Arrow field metadata key
 // "PARQUET:field_id" (FieldIDKey) with a unique non-negative integer.
 //
+// The padding lives in the footer module, whose length is a u32: an object
+// whose Padmé padding would not fit one module (above about 128 GiB, where
+// the padding can reach 4 GiB) is refused with ErrPadding, never published
+// short of its target.
+//
 // A Writer is not safe for concurrent use.
 package writer
 
