@@ -79,10 +79,19 @@ func OpenDir(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blobs: opening store: %w", err)
 	}
+	names := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tempPrefix) {
-			if err := os.Remove(filepath.Join(path, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("blobs: removing a stray temporary file: %w", err)
+		names[e.Name()] = true
+	}
+	for _, e := range entries {
+		// Stray temporary files, and outboards whose data never got its
+		// name (a crash between the two renames of Commit).
+		name := e.Name()
+		stray := strings.HasPrefix(name, tempPrefix) ||
+			(strings.HasSuffix(name, outboardExt) && !names[strings.TrimSuffix(name, outboardExt)+dataExt])
+		if stray {
+			if err := os.Remove(filepath.Join(path, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("blobs: removing a stray file: %w", err)
 			}
 		}
 	}
@@ -183,11 +192,13 @@ func (p *pending) Write(b []byte) (int, error) {
 }
 
 // Commit implements Pending. The sequence is: fsync the data file; write
-// and fsync the outboard file; rename the outboard, then the data, to their
-// final names (so that a visible .data file always has its outboard); fsync
-// the directory. If the store already holds the object, the temporary file
-// is discarded and the storage_id returned. On any error, including ctx
-// being done, no object becomes visible and the temporary files are removed.
+// and fsync the outboard file; rename the outboard to its final name and
+// fsync the directory; rename the data and fsync the directory again (so
+// that a visible .data file always has its outboard, even after a crash).
+// If the store already holds the object intact (verified against its
+// storage_id), the temporary file is discarded and the storage_id returned;
+// a damaged copy is replaced. On any error, including ctx being done, no
+// object becomes visible and the temporary files are removed.
 func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -217,8 +228,10 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 
 	dataFinal, obFinal := d.dataPath(id), d.outboardPath(id)
 	if fi, err := os.Stat(dataFinal); err == nil && fi.Mode().IsRegular() && uint64(fi.Size()) == size {
-		if _, err := os.Stat(obFinal); err == nil {
-			return id, nil // already held
+		// Already held, if the copy held is intact: a copy damaged in place
+		// is replaced by these bytes, never trusted for its name and size.
+		if verify.Verify(ctx, d, id, verify.WithExpectedSize(int64(size))) == nil {
+			return id, nil
 		}
 	}
 
@@ -260,6 +273,16 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 		return fail("publishing outboard", err)
 	}
 	p.outboardRenamed = true
+	// The outboard's name is durable before the data's: after a crash, a
+	// visible .data file always has its outboard.
+	err = d.step("sync-dir-outboard")
+	if err == nil {
+		err = syncDir(d.path)
+	}
+	if err != nil {
+		os.Remove(obFinal)
+		return fail("syncing directory", err)
+	}
 	err = d.step("rename-data")
 	if err == nil {
 		err = os.Rename(p.data.Name(), dataFinal)

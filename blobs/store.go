@@ -39,7 +39,8 @@ type Pending interface {
 
 	// Commit makes the staged bytes a blob and returns its storage_id, the
 	// BLAKE3 root hash of those exact bytes. Commit is atomic: on error, or on
-	// a crash during Commit, no blob becomes visible. Committing bytes the
+	// a crash during Commit, no partial blob becomes visible (the blob is
+	// either absent or whole). Committing bytes the
 	// store already holds is not an error and returns the same storage_id.
 	Commit(ctx context.Context) (storageid.ID, error)
 

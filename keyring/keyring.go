@@ -50,6 +50,8 @@ var (
 	ErrUnwrap = errors.New("keyring: wrapped DEK does not open for this storage_id")
 	// ErrFile reports a ring file that is not a valid keyring.
 	ErrFile = errors.New("keyring: malformed keyring file")
+	// ErrKEK reports a KEK of the wrong size, or the zero KEK.
+	ErrKEK = errors.New("keyring: a KEK is 32 bytes")
 	// ErrNotFound reports a storage_id with no DEK in the ring. It wraps
 	// reader.ErrNoKey, so errors.Is(err, reader.ErrNoKey) holds too.
 	ErrNotFound = fmt.Errorf("keyring: %w", reader.ErrNoKey)
@@ -70,7 +72,7 @@ func NewKEK() KEK {
 // KEKFromBytes returns the KEK whose raw bytes are b (32 bytes, copied).
 func KEKFromBytes(b []byte) (KEK, error) {
 	if len(b) != KEKSize {
-		return KEK{}, fmt.Errorf("keyring: a KEK is %d bytes, got %d", KEKSize, len(b))
+		return KEK{}, fmt.Errorf("%w: got %d", ErrKEK, len(b))
 	}
 	return KEK{key: append([]byte(nil), b...)}, nil
 }
@@ -86,7 +88,7 @@ func (k KEK) Format(f fmt.State, verb rune) { f.Write([]byte(redacted)) }
 
 func (k KEK) aead() (cipher.AEAD, error) {
 	if len(k.key) != KEKSize {
-		return nil, fmt.Errorf("keyring: zero KEK")
+		return nil, fmt.Errorf("%w: the zero KEK holds no key", ErrKEK)
 	}
 	b, err := aes.NewCipher(k.key)
 	if err != nil {

@@ -217,3 +217,12 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+func TestBadKEK(t *testing.T) {
+	if _, err := keyring.KEKFromBytes(make([]byte, 31)); !errors.Is(err, keyring.ErrKEK) {
+		t.Fatal(err)
+	}
+	if _, err := keyring.Open(filepath.Join(t.TempDir(), "r"), keyring.KEK{}); !errors.Is(err, keyring.ErrKEK) {
+		t.Fatal(err)
+	}
+}

@@ -36,7 +36,7 @@ func OpenFooter(dek DEK, body []byte) (*Footer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("footer: %w", err)
 	}
-	meta, err := thrift.DecodeExact(plain, thriftLimits)
+	meta, err := thrift.DecodeExact(plain, footerLimits(len(plain)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: footer FileMetaData: %w", ErrFormat, err)
 	}

@@ -66,6 +66,12 @@ const (
 	gcmSupplyAADPrefix = 3
 )
 
+// MaxPageSize is the largest page, compressed or not, in bytes, that the
+// Reframer seals and that package reader decodes: 256 MiB, arrow-go's default
+// limit for uncompressed pages. A larger page would make an object its
+// readers refuse, so it is refused before anything is published.
+const MaxPageSize = 256 << 20
+
 // MaxRowGroups is the most row groups an object may have: RowGroup.ordinal is
 // a Thrift i16, and DuckDB rejects larger ordinals.
 const MaxRowGroups = 32767
@@ -76,6 +82,14 @@ var magicPARE = [4]byte{'P', 'A', 'R', 'E'}
 // Limits on the Thrift structures this package parses. A Parquet footer
 // nests about 9 deep; page headers and FileCryptoMetaData much less.
 var thriftLimits = thrift.Limits{MaxDepth: 24}
+
+// footerLimits are the limits for a footer of n bytes: the number of values
+// may grow with the footer (a footer of many row groups and columns holds
+// millions), which still bounds memory by a constant factor of its bytes:
+// every value takes at least one byte of input.
+func footerLimits(n int) thrift.Limits {
+	return thrift.Limits{MaxDepth: 24, MaxNodes: max(thrift.DefaultMaxNodes, 2*n+64)}
+}
 
 // TrailerSize is the size in bytes of the file trailer: the u32 LE length of
 // FileCryptoMetaData plus the footer module, and "PARE".

@@ -152,6 +152,9 @@ func (r *Reframer) sealChunk(c Span) error {
 		if err1 != nil || err2 != nil || csize < 0 || usize < 0 || int64(csize) > c.End()-off-int64(n) {
 			return fmt.Errorf("%w: page header at %d: bad sizes", ErrLayout, off)
 		}
+		if csize > MaxPageSize || usize > MaxPageSize {
+			return fmt.Errorf("%w: page at %d of %d bytes (%d uncompressed); readers decode at most %d", ErrTooLarge, off, csize, usize, MaxPageSize)
+		}
 		m.pages[off] = r.pos
 		if r.scratch, err = r.dek.Seal(r.scratch[:0], r.buf.bytes(off, int64(n))); err != nil {
 			return fmt.Errorf("sealing page header at %d: %w", off, err)
@@ -204,7 +207,7 @@ func (r *Reframer) Close() (*Footer, error) {
 	}
 	raw := slices.Clone(r.buf.bytes(end-8-flen, flen))
 	r.buf.release()
-	meta, err := thrift.DecodeExact(raw, thriftLimits)
+	meta, err := thrift.DecodeExact(raw, footerLimits(len(raw)))
 	if err != nil {
 		return nil, r.fail(fmt.Errorf("%w: footer: %w", ErrLayout, err))
 	}

@@ -37,6 +37,9 @@ func (s *segBuf) write(p []byte) {
 // window: a slice of a block when they are in one, else a copy. The result
 // is valid until the next call.
 func (s *segBuf) bytes(off, n int64) []byte {
+	if n == 0 {
+		return nil
+	}
 	i, at := (off-s.base)/segSize, (off-s.base)%segSize
 	if at+n <= segSize {
 		return s.blocks[i][at : at+n]

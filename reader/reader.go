@@ -49,9 +49,11 @@ type KeyResolver interface {
 	ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error)
 }
 
-// DefaultMaxFooterSize is the default limit on the footer region
+// DefaultMaxFooterSize is the least default limit on the footer region
 // (FileCryptoMetaData plus the footer module), in bytes. Padding lives in the
-// footer, so a footer can hold up to about 3 % of a large object.
+// footer (Section 11.8): Padmé pads an object by less than 1/32 of its size
+// from 32 KiB on, so the default limit is the larger of this and 1/16 of
+// the object's proven size.
 const DefaultMaxFooterSize = 256 << 20
 
 // minObjectSize is "PARE", the smallest FileCryptoMetaData (5 bytes), an
@@ -67,6 +69,7 @@ type Reader struct {
 	dek      pme.DEK
 	meta     *metadata.FileMetaData // the decrypted footer, padding entries removed
 	schema   *arrow.Schema
+	kv       arrow.Metadata
 	fields   []pme.Field
 	chunks   []pme.Span   // every column chunk, sorted by offset
 	grid     [][]pme.Span // the column chunks by row group and leaf column
@@ -87,7 +90,7 @@ type config struct {
 }
 
 // WithMaxFooterSize sets the largest footer region Open accepts, in bytes
-// (default DefaultMaxFooterSize).
+// (default: DefaultMaxFooterSize or 1/16 of the object, whichever is larger).
 func WithMaxFooterSize(n int64) Option {
 	return func(c *config) error {
 		if n < minObjectSize {
@@ -124,7 +127,7 @@ func WithExpectedSize(size int64) Option {
 // footer. It reads nothing else: not even the leading "PARE", which Check
 // tests, so that a projection fetches only the footer and its chunks.
 func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResolver, opts ...Option) (*Reader, error) {
-	cfg := config{maxFooter: DefaultMaxFooterSize, alloc: memory.DefaultAllocator}
+	cfg := config{alloc: memory.DefaultAllocator}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -150,7 +153,11 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 		return nil, err
 	}
 	dataEnd := size - pme.TrailerSize - int64(flen)
-	if int64(flen) > cfg.maxFooter || dataEnd < 4 {
+	maxFooter := cfg.maxFooter
+	if maxFooter == 0 {
+		maxFooter = max(DefaultMaxFooterSize, size/16)
+	}
+	if int64(flen) > maxFooter || dataEnd < 4 {
 		return nil, fmt.Errorf("%w: footer region of %d bytes in an object of %d", ErrFormat, flen, size)
 	}
 	region := make([]byte, flen)
@@ -206,10 +213,22 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 	// Readers must ignore the padding entries (Section 11.8); this one
 	// removes them before arrow-go, or a caller, can see them.
 	footer.StripForReading()
+	kvs, err := footer.KeyValues()
+	if err != nil {
+		return err
+	}
+	var keys, values []string
+	for _, kv := range kvs {
+		if kv.Key == "ARROW:schema" {
+			continue
+		}
+		keys, values = append(keys, kv.Key), append(values, string(kv.Value))
+	}
+	r.kv = arrow.NewMetadata(keys, values)
 	if r.meta, err = metadata.NewFileMetaData(footer.Append(nil), nil); err != nil {
 		return fmt.Errorf("%w: footer: %v", pme.ErrFormat, err)
 	}
-	pf, err := r.open(context.Background(), nil)
+	pf, _, err := r.open(context.Background(), nil)
 	if err != nil {
 		return err
 	}
@@ -224,8 +243,8 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 }
 
 // open returns an arrow-go file reader over a plaintext view of the object,
-// which prefetches chunks in the given order.
-func (r *Reader) open(ctx context.Context, order []pme.Span) (*file.Reader, error) {
+// which prefetches chunks in the given order, and the view.
+func (r *Reader) open(ctx context.Context, order []pme.Span) (*file.Reader, *plainView, error) {
 	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size(), order: order, ctPool: &r.ctPool,
 		plainLen: make(map[int64]int64), ahead: make(map[int64]*prefetch)}
 	props := parquet.NewReaderProperties(r.alloc)
@@ -234,11 +253,15 @@ func (r *Reader) open(ctx context.Context, order []pme.Span) (*file.Reader, erro
 	// as io.EOF (see plainView).
 	props.BufferedStreamEnabled = true
 	props.BufferSize = r.maxChunk
+	// Pages up to the size the writer allows (and DuckDB writes: it closes
+	// pages at 100 MiB), whatever arrow-go's defaults.
+	props.MaxCompressedPageSize = pme.MaxPageSize
+	props.MaxUncompressedPageSize = pme.MaxPageSize
 	pf, err := file.NewParquetReader(view, file.WithMetadata(r.meta), file.WithReadProps(props))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)
+		return nil, nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)
 	}
-	return pf, nil
+	return pf, view, nil
 }
 
 // ID returns the object's storage_id.
@@ -251,6 +274,12 @@ func (r *Reader) Size() int64 { return r.vr.Size() }
 // field ID in the field metadata under "PARQUET:field_id". Footer metadata
 // entries reserved for padding are not in the schema's metadata.
 func (r *Reader) Schema() *arrow.Schema { return r.schema }
+
+// Metadata returns the footer's key-value metadata, such as the entries
+// written with writer.WithMetadata, without the stored Arrow schema and
+// without the entries reserved for padding, which readers never show
+// (Section 11.8).
+func (r *Reader) Metadata() arrow.Metadata { return r.kv }
 
 // NumRowGroups returns the number of row groups, for WithRowGroups. It is
 // the structure of the object, not an answer about its data.
@@ -282,16 +311,25 @@ type scanConfig struct {
 // WithFields projects the scan to the fields with these Parquet field IDs
 // (top-level or nested: a nested field brings its enclosing fields with it,
 // pruned to it). The default is every field.
+// WithFields without an ID is an error (ErrOption), never "every field".
 func WithFields(ids ...int32) ScanOption {
 	return func(c *scanConfig) error {
+		if len(ids) == 0 {
+			return fmt.Errorf("%w: WithFields without a field ID", ErrOption)
+		}
 		c.fieldIDs = append(c.fieldIDs, ids...)
 		return nil
 	}
 }
 
 // WithRowGroups restricts the scan to these row groups, in this order.
+// WithRowGroups without an index is an error (ErrOption), never "every row
+// group".
 func WithRowGroups(idx ...int) ScanOption {
 	return func(c *scanConfig) error {
+		if len(idx) == 0 {
+			return fmt.Errorf("%w: WithRowGroups without a row group", ErrOption)
+		}
 		c.rowGroups = append(c.rowGroups, idx...)
 		return nil
 	}
@@ -354,19 +392,42 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			}
 		}
 	}
-	pf, err := r.open(ctx, order)
+	ctx, cancel := context.WithCancel(ctx)
+	pf, view, err := r.open(ctx, order)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch}, r.alloc)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)
 	}
 	rr, err := fr.GetRecordReader(ctx, cols, rgs)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("reader: %w", err)
 	}
-	return rr, nil
+	sr := &scanReader{RecordReader: rr, done: func() { cancel(); view.close() }}
+	sr.refs.Store(1)
+	return sr, nil
+}
+
+// scanReader is the RecordReader of a Scan: when its last reference is
+// released, the scan's prefetches stop and their plaintext is cleared.
+type scanReader struct {
+	array.RecordReader
+	refs atomic.Int64
+	done func()
+}
+
+func (s *scanReader) Retain() { s.refs.Add(1) }
+
+func (s *scanReader) Release() {
+	if s.refs.Add(-1) == 0 {
+		s.RecordReader.Release()
+		s.done()
+	}
 }
 
 // leaves maps field IDs to the indices of the leaf columns under them.

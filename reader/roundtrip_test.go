@@ -75,3 +75,29 @@ func TestRoundTripSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMetadata: footer key-value entries come back through Metadata; the
+// padding entry and the stored Arrow schema do not.
+func TestMetadata(t *testing.T) {
+	ctx := context.Background()
+	schema, rec := fiveColumns(t, 10)
+	defer rec.Release()
+	st := newMemStore()
+	w, err := writer.New(st, schema, writer.WithMetadata("team", "blue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(rec)
+	obj, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := r.Metadata()
+	if v, ok := md.GetValue("team"); !ok || v != "blue" || md.Len() != 1 {
+		t.Fatalf("Metadata() = %v", md)
+	}
+}

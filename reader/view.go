@@ -231,6 +231,22 @@ func openModules(k pme.DEK, dst, ct []byte) ([]byte, error) {
 	return dst[:base+plainAt+len(second)], nil
 }
 
+// close waits for the prefetches under way and clears what they decrypted;
+// the scan's context is cancelled first, so that they stop early.
+func (v *plainView) close() {
+	v.mu.Lock()
+	ahead := v.ahead
+	v.ahead = map[int64]*prefetch{}
+	v.started = len(v.order) // nothing more is prefetched
+	clear(v.plain)
+	v.plain, v.cache = nil, pme.Span{}
+	v.mu.Unlock()
+	for _, pf := range ahead {
+		<-pf.done
+		clear(pf.plain)
+	}
+}
+
 // Seek implements io.Seeker, for arrow-go's ReaderAtSeeker.
 func (v *plainView) Seek(offset int64, whence int) (int64, error) {
 	v.mu.Lock()

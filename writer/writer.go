@@ -15,9 +15,9 @@
 // "PARQUET:field_id" (FieldIDKey) with a unique non-negative integer.
 //
 // The padding lives in the footer module, whose length is a u32: an object
-// whose Padmé padding would not fit one module (above about 128 GiB, where
-// the padding can reach 4 GiB) is refused with ErrPadding, never published
-// short of its target.
+// whose Padmé padding would not fit one module (from 256 GiB, where the
+// padding can reach 4 GiB) is refused with ErrPadding, never published short
+// of its target.
 //
 // A Writer is not safe for concurrent use.
 package writer
@@ -146,7 +146,7 @@ func (c *counter) Write(p []byte) (int, error) {
 // encoded, sealed and staged before the next begins.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if w.err != nil {
-		return w.err
+		return fmt.Errorf("%w: aborted: %w", ErrClosed, w.err)
 	}
 	if w.closed {
 		return ErrClosed
@@ -292,7 +292,7 @@ func (w *Writer) Close(ctx context.Context) (Object, error) {
 	}
 	w.closed = true
 	if w.err != nil {
-		return Object{}, w.err
+		return Object{}, fmt.Errorf("%w: aborted: %w", ErrClosed, w.err)
 	}
 	obj, err := w.finish(ctx)
 	if err != nil {

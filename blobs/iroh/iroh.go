@@ -293,7 +293,7 @@ func (p *pending) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {
-		return 0, errors.New("iroh: write after Commit or Abort")
+		return 0, fmt.Errorf("%w: iroh: write after Commit or Abort", blobs.ErrClosed)
 	}
 	if p.err != nil {
 		return 0, p.err
@@ -318,7 +318,7 @@ func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {
-		return storageid.ID{}, errors.New("iroh: Commit after Commit or Abort")
+		return storageid.ID{}, fmt.Errorf("%w: iroh: Commit after Commit or Abort", blobs.ErrClosed)
 	}
 	defer p.discard()
 	if p.err != nil {
@@ -426,7 +426,9 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
-// Size returns the size of blob id, proven by verifying its last chunk.
+// Size returns the size of blob id, proven by verifying its last group. A
+// store that holds only part of a blob, without its last group, does not
+// know the size: Size then fails with an error matching blobs.ErrNotFound.
 func (s *Store) Size(ctx context.Context, id storageid.ID) (uint64, error) {
 	h, err := s.acquire(ctx)
 	if err != nil {

@@ -954,7 +954,17 @@ pub unsafe extern "C" fn sop_iroh_verified_size(
         if v.len() < 8 {
             return Err(Error::new(E_INTERNAL, "short export"));
         }
-        *out_size = u64::from_le_bytes(v[..8].try_into().unwrap());
+        let size = u64::from_le_bytes(v[..8].try_into().unwrap());
+        // Only the last group, validated against the hash, proves the size.
+        // A store that holds part of a blob may know only the size a remote
+        // claimed; then the export holds no group, and the size is refused.
+        if v.len() == 8 && size != 0 {
+            return Err(Error::new(
+                E_NOT_FOUND,
+                "the blob's last group is not in the store: its size is not validated",
+            ));
+        }
+        *out_size = size;
         Ok(())
     })
 }

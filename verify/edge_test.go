@@ -1,0 +1,49 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+)
+
+// TestLargeSubtrees exercises subtrees larger than bulkMax (the node
+// path above bulk), reads straddling bulkMax boundaries, and Verify, on a blob
+// of just over 2×bulkMax.
+func TestLargeSubtrees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large")
+	}
+	ctx := context.Background()
+	size := 2*bulkMax + 3*GroupSize + 5
+	data := randBytes(size, 99)
+	src := newMemSource(t, data)
+	r, err := NewReader(ctx, src, src.id, WithConcurrency(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]int{
+		{0, size}, {bulkMax - 7, 20}, {bulkMax - GroupSize, 2 * GroupSize}, {1, bulkMax},
+		{bulkMax, bulkMax}, {2*bulkMax - 1, 3*GroupSize + 6}, {size - GroupSize - 1, 2},
+	} {
+		p := make([]byte, c[1])
+		n, err := r.ReadAt(p, int64(c[0]))
+		want := data[c[0]:min(c[0]+c[1], size)]
+		if (err != nil && err != io.EOF) || !bytes.Equal(p[:n], want) {
+			t.Fatalf("ReadAt(%d, %d) = %d, %v", c[0], c[1], n, err)
+		}
+	}
+	if err := Verify(ctx, src, src.id); err != nil {
+		t.Fatal(err)
+	}
+	// One flipped byte deep in the second bulk subtree fails Verify.
+	src.tamper = func(off, n uint64, enc []byte) []byte {
+		enc = bytes.Clone(enc)
+		enc[len(enc)-GroupSize*2] ^= 1
+		return enc
+	}
+	if err := Verify(ctx, src, src.id); !errors.Is(err, ErrVerify) {
+		t.Fatalf("tampered Verify = %v", err)
+	}
+}
