@@ -50,8 +50,21 @@ func verifyError(format string, args ...any) error {
 }
 
 // reset prepares d for a new slice read from r.
+// progressReader fails a Source's reader that returns no bytes and no error
+// too many times in a row, instead of letting io.ReadFull spin on it.
+type progressReader struct{ r io.Reader }
+
+func (p progressReader) Read(b []byte) (int, error) {
+	for range 100 {
+		if n, err := p.r.Read(b); n != 0 || err != nil || len(b) == 0 {
+			return n, err
+		}
+	}
+	return 0, io.ErrNoProgress
+}
+
 func (d *decoder) reset(r io.Reader) {
-	d.r = r
+	d.r = progressReader{r}
 	d.ctx = nil
 	d.size, d.g0, d.g1 = 0, 0, 0
 	d.dst, d.dstOff, d.discard = nil, 0, false

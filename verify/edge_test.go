@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/sovm/sop-pme/storageid"
 )
 
 // TestLargeSubtrees exercises subtrees larger than bulkMax (the node
@@ -45,5 +47,24 @@ func TestLargeSubtrees(t *testing.T) {
 	}
 	if err := Verify(ctx, src, src.id); !errors.Is(err, ErrVerify) {
 		t.Fatalf("tampered Verify = %v", err)
+	}
+}
+
+// stalled is a Source whose slices return no bytes and no error, forever:
+// a broken store. Reads through it fail instead of spinning.
+type stalled struct{}
+
+func (stalled) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	return io.NopCloser(zeroReader{}), nil
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read([]byte) (int, error) { return 0, nil }
+
+func TestStalledSource(t *testing.T) {
+	_, err := NewReader(context.Background(), stalled{}, storageid.Sum(nil))
+	if !errors.Is(err, io.ErrNoProgress) {
+		t.Fatalf("NewReader over a stalled source: %v, want io.ErrNoProgress", err)
 	}
 }

@@ -466,7 +466,9 @@ func (s *Store) Serve(ctx context.Context) (string, error) {
 // from the node at addr into this store with the iroh-blobs get protocol,
 // which verifies them as they arrive, and returns the number of bytes read
 // from the connection (data, size header and proof). The call is bounded by
-// ctx's deadline, or the store's fetch timeout.
+// ctx's deadline, or the store's fetch timeout (WithFetchTimeout); a ctx
+// cancelled without a deadline is seen only when the fetch ends or times
+// out, since the library call cannot be interrupted.
 func (s *Store) Fetch(ctx context.Context, addr string, id storageid.ID, off, n uint64) (uint64, error) {
 	if n == 0 {
 		return 0, errors.New("iroh: empty range")
