@@ -82,8 +82,13 @@ func (k KEK) Bytes() []byte { return append([]byte(nil), k.key...) }
 
 const redacted = "keyring.KEK(REDACTED)"
 
-func (k KEK) String() string                { return redacted }
-func (k KEK) GoString() string              { return redacted }
+// String returns a placeholder: a KEK is never printed.
+func (k KEK) String() string { return redacted }
+
+// GoString returns a placeholder: a KEK is never printed.
+func (k KEK) GoString() string { return redacted }
+
+// Format prints the placeholder for every verb.
 func (k KEK) Format(f fmt.State, verb rune) { f.Write([]byte(redacted)) }
 
 func (k KEK) aead() (cipher.AEAD, error) {

@@ -51,6 +51,7 @@ var reqNames = map[Requirement]string{
 	ReqModules: "modules", ReqPadEntry: "pad entry", ReqPaddedSize: "padded size", ReqFieldIDs: "field IDs",
 }
 
+// String returns the requirement's short name, such as "key_ref".
 func (r Requirement) String() string {
 	if s, ok := reqNames[r]; ok {
 		return s
@@ -64,6 +65,7 @@ type Finding struct {
 	Detail      string
 }
 
+// String returns "requirement: detail".
 func (f Finding) String() string { return f.Requirement.String() + ": " + f.Detail }
 
 // A Report is the result of Check.
@@ -98,6 +100,7 @@ func (r *Report) Failed(req Requirement) bool {
 	return false
 }
 
+// String returns a summary: conformant, or one line per finding.
 func (r *Report) String() string {
 	if r.Conformant() {
 		return fmt.Sprintf("%s: conformant SOP-PME-1 object (%d bytes)", r.ID, r.Size)

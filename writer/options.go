@@ -18,6 +18,7 @@ const (
 	Uncompressed
 )
 
+// String returns the codec's name, such as "zstd".
 func (c Codec) String() string {
 	switch c {
 	case Zstd:

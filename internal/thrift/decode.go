@@ -34,10 +34,12 @@ type ParseError struct {
 	Err    error // wraps one of the sentinel errors
 }
 
+// Error returns the sentinel's text and the offset.
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("%v (at offset %d)", e.Err, e.Offset)
 }
 
+// Unwrap returns the sentinel error, for errors.Is.
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // Limits bounds the work Decode does. A zero or negative field means its
