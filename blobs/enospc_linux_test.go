@@ -19,10 +19,10 @@ import (
 func TestENOSPC(t *testing.T) {
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		if os.Getenv("CI") == "true" {
+		if os.Getenv("CI") != "" {
 			t.Fatalf("cannot mount a tmpfs: %v", err)
 		}
-		t.Skipf("cannot mount a tmpfs: %v", err)
+		t.Skipf("not under CI: cannot mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	ctx := context.Background()

@@ -67,7 +67,7 @@ func TestB3sum(t *testing.T) {
 		if os.Getenv("CI") != "" {
 			t.Fatal("b3sum is not installed (Debian package b3sum)")
 		}
-		t.Skip("b3sum not installed")
+		t.Skip("not under CI: b3sum not installed")
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(11, 12))

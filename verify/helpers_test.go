@@ -19,7 +19,7 @@ import (
 func slow(t testing.TB) {
 	t.Helper()
 	if testing.Short() && !isCI() {
-		t.Skip("slow; skipped with -short")
+		t.Skip("-short, not under CI: slow")
 	}
 }
 
