@@ -50,6 +50,12 @@ func (s *memStore) get(id storageid.ID) []byte {
 	return s.blobs[id]
 }
 
+func (s *memStore) abortCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.aborted
+}
+
 func (s *memStore) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

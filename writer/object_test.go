@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -569,5 +571,29 @@ func TestPadEntryAlwaysPresent(t *testing.T) {
 			t.Fatalf("%d empty padding entries in an object with delta 0", found)
 		}
 		return
+	}
+}
+
+// TestAbandonedWriter: a Writer dropped without Close is aborted by the
+// garbage collector: nothing published, the staged bytes discarded.
+func TestAbandonedWriter(t *testing.T) {
+	schema, rec := testTable(t, 100, "")
+	defer rec.Release()
+	st := newMemStore()
+	func() {
+		w, err := writer.New(st, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for i := 0; i < 50 && st.abortCount() == 0; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.abortCount() != 1 || st.count() != 0 {
+		t.Fatalf("abandoned writer: %d aborted, %d published", st.abortCount(), st.count())
 	}
 }

@@ -121,8 +121,11 @@ func (k keyed) pad() (padded, error) {
 // publish is step 5: the last bytes go to the pending import, which is
 // checked to hold exactly the padded size, then committed; the store's BLAKE3
 // root is the storage_id (Section 11.7).
-func (p padded) publish(ctx context.Context, out *counter, pending blobs.Pending) (Object, error) {
+func (p padded) publish(ctx context.Context, out *sink, pending blobs.Pending) (Object, error) {
 	if _, err := out.Write(p.tail); err != nil {
+		return Object{}, err
+	}
+	if err := out.close(); err != nil {
 		return Object{}, err
 	}
 	if out.n != p.size {

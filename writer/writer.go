@@ -26,7 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -38,17 +38,26 @@ import (
 	"github.com/sovm/sop-pme/pme"
 )
 
+// abandoned is what the cleanup of a Writer dropped without Close releases.
+type abandoned struct {
+	out     *sink
+	pending blobs.Pending
+}
+
 // sliceRows is the most rows Write hands the encoder at once.
 const sliceRows = 1 << 16
 
 // A Writer writes one SOP-PME-1 object. Call Write for each record, then
-// Close, which publishes the object and describes it.
+// Close, which publishes the object and describes it. A Writer hands its
+// ciphertext to the store from a goroutine of its own, which Close (or a
+// failure) ends; a Writer dropped without Close is aborted when the garbage
+// collector finds it.
 type Writer struct {
 	cfg     config
 	schema  *arrow.Schema
 	dek     pme.DEK
 	pending blobs.Pending
-	out     *counter
+	out     *sink
 	rf      *pme.Reframer
 	fw      *pqarrow.FileWriter
 
@@ -88,9 +97,16 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 		return nil, fmt.Errorf("writer: staging object: %w", err)
 	}
 	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending, leaves: int64(leafColumns(schema))}
-	// No buffering: the Reframer writes a page (header and body modules) at
-	// a time, and the tail in one piece.
-	w.out = &counter{w: pending}
+	// The Reframer writes a page (header and body modules) at a time, and
+	// the tail in one piece; the sink hands them to the store from a
+	// goroutine of its own.
+	w.out = newSink(pending)
+	// A Writer dropped without Close must not keep the sink's goroutine or
+	// the staged bytes.
+	runtime.AddCleanup(w, func(c abandoned) {
+		c.out.close()
+		c.pending.Abort()
+	}, abandoned{w.out, pending})
 	w.rf = pme.NewReframer(w.out, w.dek)
 	w.fw, err = pqarrow.NewFileWriter(schema, plainSink{w.rf}, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
@@ -128,18 +144,6 @@ func (cfg config) parquetProps() *parquet.WriterProperties {
 type plainSink struct{ rf *pme.Reframer }
 
 func (s plainSink) Write(p []byte) (int, error) { return s.rf.Write(p) }
-
-// counter counts the ciphertext on its way to the store.
-type counter struct {
-	w io.Writer
-	n uint64
-}
-
-func (c *counter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += uint64(n)
-	return n, err
-}
 
 // Write adds the rows of rec to the object. rec's schema must equal the
 // writer's. Rows are buffered into row groups; each full row group is
@@ -349,6 +353,9 @@ func (w *Writer) abort(err error) error {
 	w.err = err
 	if w.fw != nil {
 		w.fw.Close() // releases arrow-go's buffers; its output goes nowhere
+	}
+	if w.out != nil {
+		w.out.close() // its goroutine ends; what it still held goes nowhere
 	}
 	if w.pending != nil {
 		w.pending.Abort()
