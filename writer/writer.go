@@ -168,9 +168,12 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 				return w.abort(err)
 			}
 		}
-		// At most sliceRows at a time, so that the byte limit of a row
-		// group is checked often enough to hold.
-		take := min(n-off, w.cfg.rowGroupRows-w.rgRows, sliceRows)
+		// As many rows as the row group's byte budget surely holds (counted
+		// at their Arrow size, more than they encode to), else sliceRows at
+		// a time, so that the byte limit is checked often enough to hold.
+		perRow := max(1, recRaw/max(1, n))
+		budget := (w.cfg.rowGroupBytes - w.bufferedEstimate()) / perRow
+		take := min(n-off, w.cfg.rowGroupRows-w.rgRows, max(sliceRows, budget))
 		part := rec
 		if off != 0 || take != n {
 			part = rec.NewSlice(off, off+take)
