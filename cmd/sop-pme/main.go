@@ -70,6 +70,7 @@ func usage() {
 
 // env is a store and its keyring.
 type env struct {
+	dir   string
 	store *blobs.Dir
 	ring  *keyring.Ring
 }
@@ -87,7 +88,7 @@ func openEnv(dir string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &env{store: store, ring: ring}, nil
+	return &env{dir: dir, store: store, ring: ring}, nil
 }
 
 func loadKEK(path string) (keyring.KEK, error) {
@@ -105,31 +106,32 @@ func loadKEK(path string) (keyring.KEK, error) {
 	return keyring.KEKFromBytes(b)
 }
 
-func flags(name string, args []string, extra func(*flag.FlagSet)) (store string, id storageid.ID, fs *flag.FlagSet, err error) {
-	fs = flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.StringVar(&store, "store", "demo-store", "directory of the blob store")
+// command parses a command's flags (-store, -id unless it is demo, and
+// those extra adds) and opens the store and its keyring.
+func command(name string, args []string, extra func(*flag.FlagSet)) (*env, storageid.ID, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	dir := fs.String("store", "demo-store", "directory of the blob store")
 	idStr := fs.String("id", "", "storage_id of the object (64 hex digits)")
 	if extra != nil {
 		extra(fs)
 	}
 	if err := fs.Parse(args); err != nil {
-		return "", id, fs, err
+		return nil, storageid.ID{}, err
 	}
+	var id storageid.ID
 	if name != "demo" {
+		var err error
 		if id, err = storageid.Parse(*idStr); err != nil {
-			return "", id, fs, err
+			return nil, id, err
 		}
 	}
-	return store, id, fs, nil
+	e, err := openEnv(*dir)
+	return e, id, err
 }
 
 func demo(ctx context.Context, out io.Writer, args []string) error {
 	var rows int
-	dir, _, _, err := flags("demo", args, func(fs *flag.FlagSet) { fs.IntVar(&rows, "rows", 100_000, "rows to write") })
-	if err != nil {
-		return err
-	}
-	e, err := openEnv(dir)
+	e, _, err := command("demo", args, func(fs *flag.FlagSet) { fs.IntVar(&rows, "rows", 100_000, "rows to write") })
 	if err != nil {
 		return err
 	}
@@ -149,12 +151,12 @@ func demo(ctx context.Context, out io.Writer, args []string) error {
 	if err := e.ring.Put(ctx, obj.StorageID, obj.DEK); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "wrote a %d-row sample table to %s\n", rows, dir)
+	fmt.Fprintf(out, "wrote a %d-row sample table to %s\n", rows, e.dir)
 	fmt.Fprintf(out, "storage_id     %s\n", obj.StorageID)
 	fmt.Fprintf(out, "size           %d bytes (Padmé target of the unpadded size)\n", obj.Size)
 	fmt.Fprintf(out, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", obj.UnpaddedSize)
 	fmt.Fprintf(out, "key_ref        %s (opaque; resolves nothing)\n", obj.KeyRef)
-	fmt.Fprintf(out, "DEK            %v, wrapped in %s\n\n", obj.DEK, filepath.Join(dir, "keyring.json"))
+	fmt.Fprintf(out, "DEK            %v, wrapped in %s\n\n", obj.DEK, filepath.Join(e.dir, "keyring.json"))
 
 	r, err := reader.Open(ctx, e.store, obj.StorageID, e.ring)
 	if err != nil {
@@ -174,7 +176,7 @@ func demo(ctx context.Context, out io.Writer, args []string) error {
 		return err
 	}
 	fmt.Fprintln(out, rep)
-	fmt.Fprintf(out, "\nnext: go run ./cmd/sop-pme read -store %s -id %s -limit 5\n", dir, obj.StorageID)
+	fmt.Fprintf(out, "\nnext: go run ./cmd/sop-pme read -store %s -id %s -limit 5\n", e.dir, obj.StorageID)
 	return nil
 }
 
@@ -228,14 +230,10 @@ func sumColumn(ctx context.Context, r *reader.Reader, id int32) (n, sum int64, e
 func read(ctx context.Context, out io.Writer, args []string) error {
 	var fieldList string
 	var limit int64
-	dir, id, _, err := flags("read", args, func(fs *flag.FlagSet) {
+	e, id, err := command("read", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&fieldList, "fields", "", "comma-separated field IDs to project (default: all)")
 		fs.Int64Var(&limit, "limit", 20, "rows to print")
 	})
-	if err != nil {
-		return err
-	}
-	e, err := openEnv(dir)
 	if err != nil {
 		return err
 	}
@@ -279,11 +277,7 @@ func read(ctx context.Context, out io.Writer, args []string) error {
 }
 
 func verifyCmd(ctx context.Context, out io.Writer, args []string) error {
-	dir, id, _, err := flags("verify", args, nil)
-	if err != nil {
-		return err
-	}
-	e, err := openEnv(dir)
+	e, id, err := command("verify", args, nil)
 	if err != nil {
 		return err
 	}
@@ -299,11 +293,7 @@ func verifyCmd(ctx context.Context, out io.Writer, args []string) error {
 }
 
 func check(ctx context.Context, out io.Writer, args []string) error {
-	dir, id, _, err := flags("check", args, nil)
-	if err != nil {
-		return err
-	}
-	e, err := openEnv(dir)
+	e, id, err := command("check", args, nil)
 	if err != nil {
 		return err
 	}
