@@ -676,6 +676,26 @@ pub unsafe extern "C" fn sop_iroh_store_close(
     })
 }
 
+/// Checks the arguments both imports share: the tag, the optional expected
+/// hash, and the output pointer.
+unsafe fn import_args<'a>(
+    tag: *const u8,
+    tag_len: usize,
+    expect_hash: *const u8,
+    out_hash: *mut u8,
+) -> Result<(&'a [u8], Option<Hash>)> {
+    let tag = bytes(tag, tag_len)?;
+    let expect = if expect_hash.is_null() {
+        None
+    } else {
+        Some(hash_arg(expect_hash)?)
+    };
+    if out_hash.is_null() {
+        return Err(Error::new(E_INVALID, "null output pointer"));
+    }
+    Ok((tag, expect))
+}
+
 async fn import_finish(
     fs: &FsStore,
     tt: iroh_blobs::api::TempTag,
@@ -723,15 +743,7 @@ pub unsafe extern "C" fn sop_iroh_import_bytes(
     guard(err, err_cap, || {
         let s = store_ref(store)?;
         let data = bytes::Bytes::copy_from_slice(bytes(data, len)?);
-        let tag = bytes(tag, tag_len)?;
-        let expect = if expect_hash.is_null() {
-            None
-        } else {
-            Some(hash_arg(expect_hash)?)
-        };
-        if out_hash.is_null() {
-            return Err(Error::new(E_INVALID, "null output pointer"));
-        }
+        let (tag, expect) = import_args(tag, tag_len, expect_hash, out_hash)?;
         let hash = block_on(async {
             let tt =
                 s.fs.blobs()
@@ -770,15 +782,7 @@ pub unsafe extern "C" fn sop_iroh_import_path(
         if !path.is_absolute() {
             return Err(Error::new(E_INVALID, "import path must be absolute"));
         }
-        let tag = bytes(tag, tag_len)?;
-        let expect = if expect_hash.is_null() {
-            None
-        } else {
-            Some(hash_arg(expect_hash)?)
-        };
-        if out_hash.is_null() {
-            return Err(Error::new(E_INVALID, "null output pointer"));
-        }
+        let (tag, expect) = import_args(tag, tag_len, expect_hash, out_hash)?;
         let hash = block_on(async {
             let tt =
                 s.fs.blobs()
