@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -107,15 +108,7 @@ func (s *scanBench) arrowScan(b *testing.B, cols []int) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rr.Release()
-	var n int64
-	for rr.Next() {
-		n += rr.RecordBatch().NumRows()
-	}
-	if err := rr.Err(); err != nil {
-		b.Fatal(err)
-	}
-	return n
+	return countRows(b, rr)
 }
 
 // sopScan opens the object by storage_id and reads it through verified
@@ -134,15 +127,7 @@ func (s *scanBench) sopScan(b *testing.B, src verify.Source, fields ...int32) in
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rr.Release()
-	var n int64
-	for rr.Next() {
-		n += rr.RecordBatch().NumRows()
-	}
-	if err := rr.Err(); err != nil {
-		b.Fatal(err)
-	}
-	return n
+	return countRows(b, rr)
 }
 
 func (s *scanBench) run(b *testing.B, cols []int, fields []int32) {
@@ -230,4 +215,17 @@ func readDataFile(b *testing.B, s *scanBench) []byte {
 		b.Fatal(err)
 	}
 	return data
+}
+
+// countRows reads rr to its end, releases it, and returns its rows.
+func countRows(b *testing.B, rr array.RecordReader) int64 {
+	defer rr.Release()
+	var n int64
+	for rr.Next() {
+		n += rr.RecordBatch().NumRows()
+	}
+	if err := rr.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
