@@ -180,27 +180,25 @@ func BenchmarkScanProjection(b *testing.B) {
 			c.slices.Store(0)
 			s.sopScan(b, c, 3)
 		}
-		need, footer := projectedBytes(b, s, 2)
+		need := projectedBytes(b, s, 2)
 		b.ReportMetric(float64(c.bytes.Load()), "fetched-bytes")
 		b.ReportMetric(float64(need), "chunk+footer-bytes")
 		b.ReportMetric(float64(c.bytes.Load())/float64(need), "fetched/needed")
 		b.ReportMetric(float64(c.slices.Load()), "slices")
 		b.ReportMetric(float64(s.obj.Size), "object-bytes")
-		_ = footer
 	})
 }
 
 // projectedBytes returns the bytes of column col's chunks plus the footer
 // region (FileCryptoMetaData, footer module, trailer).
-func projectedBytes(b *testing.B, s *scanBench, col int) (need, footer int64) {
+func projectedBytes(b *testing.B, s *scanBench, col int) int64 {
 	data := readDataFile(b, s)
 	l := layoutOf(b, data, s.obj.DEK)
-	footer = l.size - l.dataEnd
-	need = footer
+	need := l.size - l.dataEnd
 	for _, rg := range l.chunks {
 		need += rg[col].Len
 	}
-	return need, footer
+	return need
 }
 
 func readDataFile(b *testing.B, s *scanBench) []byte {
