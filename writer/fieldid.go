@@ -2,6 +2,8 @@ package writer
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -74,4 +76,184 @@ func checkChildren(t arrow.DataType, path string, seen map[int32]string) error {
 		return checkChildren(t.StorageType(), path, seen)
 	}
 	return nil
+}
+
+// AssignFieldIDs returns schema with a Parquet field ID on every field that
+// lacks one, so that the schema meets Section 11.2 ("every column ... MUST
+// carry a stable Parquet field ID"). It is deterministic, keeps every ID the
+// schema already has, and refuses (ErrFieldID) a schema whose existing IDs
+// are invalid or not unique.
+//
+// The rule, which the sop-pme command's import uses too:
+//
+//   - A field has an ID when its metadata has FieldIDKey with a
+//     non-negative decimal int32. The value "-1", which pqarrow reports for
+//     a Parquet column without a field_id, counts as missing; any other
+//     value that is not a non-negative int32 is an error.
+//   - Missing IDs are numbered from one more than the largest existing ID
+//     (from 1 if there is none), in the order Iceberg assigns fresh IDs: the
+//     fields of a struct (the top level first) in order, then, in the same
+//     order, the children of each of them; a list's element, and a map's key
+//     then value, are that field's children.
+//
+// So a schema without any ID gets 1..n on its top-level fields, then IDs
+// for nested fields after them; and adding IDs to the same schema again
+// gives the same result. The synthetic repeated groups of Parquet's LIST and
+// MAP encodings never get an ID. Other metadata is kept.
+func AssignFieldIDs(schema *arrow.Schema) (*arrow.Schema, error) {
+	if schema == nil {
+		return nil, ErrSchema
+	}
+	next := int64(0)
+	seen := map[int64]string{}
+	var scan func(f arrow.Field, path string) error
+	scan = func(f arrow.Field, path string) error {
+		id, ok, err := fieldID(f, path)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if other, dup := seen[id]; dup {
+				return fmt.Errorf("%w: %s and %s share %d", ErrFieldID, other, path, id)
+			}
+			seen[id] = path
+			next = max(next, id)
+		}
+		for _, c := range childFields(f.Type) {
+			if err := scan(c.field, path+"."+c.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, f := range schema.Fields() {
+		if err := scan(f, f.Name); err != nil {
+			return nil, err
+		}
+	}
+	assign := func(f arrow.Field) (arrow.Field, error) {
+		if _, ok, _ := fieldID(f, ""); ok {
+			return f, nil
+		}
+		if next >= math.MaxInt32 {
+			return f, fmt.Errorf("%w: field IDs beyond int32", ErrFieldID)
+		}
+		next++
+		f.Metadata = withMetadata(f.Metadata, FieldIDKey, strconv.FormatInt(next, 10))
+		return f, nil
+	}
+	// Breadth first within each struct: the fields of a level first, then
+	// each field's subtree.
+	var level func(fields []arrow.Field) ([]arrow.Field, error)
+	level = func(fields []arrow.Field) ([]arrow.Field, error) {
+		out := make([]arrow.Field, len(fields))
+		for i, f := range fields {
+			var err error
+			if out[i], err = assign(f); err != nil {
+				return nil, err
+			}
+		}
+		for i := range out {
+			var err error
+			if out[i].Type, err = withChildren(out[i].Type, level); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	fields, err := level(schema.Fields())
+	if err != nil {
+		return nil, err
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// fieldID reads a field's ID: ok is false if it has none, or "-1".
+func fieldID(f arrow.Field, path string) (id int64, ok bool, err error) {
+	v, has := f.Metadata.GetValue(FieldIDKey)
+	if !has || v == "-1" {
+		return 0, false, nil
+	}
+	id, perr := strconv.ParseInt(v, 10, 32)
+	if perr != nil || id < 0 {
+		return 0, false, fmt.Errorf("%w: %s has %q", ErrFieldID, path, v)
+	}
+	return id, true, nil
+}
+
+type namedField struct {
+	name  string
+	field arrow.Field
+}
+
+// childFields returns the fields under t that carry field IDs.
+func childFields(t arrow.DataType) []namedField {
+	switch t := t.(type) {
+	case *arrow.MapType:
+		return []namedField{{"key", t.KeyField()}, {"value", t.ItemField()}}
+	case arrow.ListLikeType:
+		return []namedField{{"element", t.ElemField()}}
+	case *arrow.StructType:
+		out := make([]namedField, t.NumFields())
+		for i, f := range t.Fields() {
+			out[i] = namedField{f.Name, f}
+		}
+		return out
+	case arrow.ExtensionType:
+		return childFields(t.StorageType())
+	}
+	return nil
+}
+
+// withChildren returns t with its child fields replaced by what edit makes
+// of them.
+func withChildren(t arrow.DataType, edit func([]arrow.Field) ([]arrow.Field, error)) (arrow.DataType, error) {
+	switch t := t.(type) {
+	case *arrow.MapType:
+		kv, err := edit([]arrow.Field{t.KeyField(), t.ItemField()})
+		if err != nil {
+			return nil, err
+		}
+		m := arrow.MapOfWithMetadata(kv[0].Type, kv[0].Metadata, kv[1].Type, kv[1].Metadata)
+		m.KeysSorted = t.KeysSorted
+		m.SetItemNullable(kv[1].Nullable)
+		return m, nil
+	case *arrow.ListType:
+		e, err := edit([]arrow.Field{t.ElemField()})
+		if err != nil {
+			return nil, err
+		}
+		return arrow.ListOfField(e[0]), nil
+	case *arrow.LargeListType:
+		e, err := edit([]arrow.Field{t.ElemField()})
+		if err != nil {
+			return nil, err
+		}
+		return arrow.LargeListOfField(e[0]), nil
+	case *arrow.FixedSizeListType:
+		e, err := edit([]arrow.Field{t.ElemField()})
+		if err != nil {
+			return nil, err
+		}
+		return arrow.FixedSizeListOfField(t.Len(), e[0]), nil
+	case *arrow.StructType:
+		fs, err := edit(t.Fields())
+		if err != nil {
+			return nil, err
+		}
+		return arrow.StructOf(fs...), nil
+	}
+	return t, nil
+}
+
+// withMetadata returns md with key set to value.
+func withMetadata(md arrow.Metadata, key, value string) arrow.Metadata {
+	keys, values := slices.Clone(md.Keys()), slices.Clone(md.Values())
+	if i := md.FindKey(key); i >= 0 {
+		values[i] = value
+	} else {
+		keys, values = append(keys, key), append(values, value)
+	}
+	return arrow.NewMetadata(keys, values)
 }

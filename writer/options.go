@@ -56,6 +56,7 @@ type config struct {
 	pageVersion   DataPageVersion
 	dictionary    bool
 	keyValues     [][2]string
+	progress      func(Progress)
 }
 
 func defaultConfig() config {
@@ -175,6 +176,20 @@ func WithMetadata(key, value string) Option {
 			return fmt.Errorf("%w: metadata must be UTF-8", ErrOption)
 		}
 		cfg.keyValues = append(cfg.keyValues, [2]string{key, value})
+		return nil
+	}
+}
+
+// WithProgress makes the Writer call fn with its Progress after each Write,
+// after each row group it seals, and once after Close has published the
+// object (then BytesOut is the object's size). fn runs on the goroutine
+// that called Write or Close, and should return quickly.
+func WithProgress(fn func(Progress)) Option {
+	return func(cfg *config) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil progress function", ErrOption)
+		}
+		cfg.progress = fn
 		return nil
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -68,6 +69,8 @@ type Writer struct {
 	leaves    int64 // leaf columns of the schema
 	closed    bool
 	err       error
+
+	progress Progress // rows and bytes in, row groups sealed (bytes out: out.n)
 }
 
 // New starts an object with the given schema in store. The schema is checked
@@ -190,7 +193,42 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		w.rgRaw += recRaw * take / n
 		w.rgFull = w.rgRows >= w.cfg.rowGroupRows || w.bufferedEstimate() >= w.cfg.rowGroupBytes
 	}
+	w.progress.Rows += rec.NumRows()
+	w.progress.BytesIn += recRaw
+	w.report()
 	return nil
+}
+
+// Progress describes the work of a Writer so far, for progress displays
+// and statistics.
+type Progress struct {
+	// Rows and BytesIn count the rows handed to Write and their Arrow
+	// buffer bytes (for a sliced record, its parent's buffers: an
+	// estimate).
+	Rows, BytesIn int64
+	// BytesOut counts the object bytes handed to the store: sealed modules,
+	// and after Close the whole object (Size).
+	BytesOut int64
+	// RowGroups counts the row groups encoded, sealed and handed to the
+	// store.
+	RowGroups int
+}
+
+// Progress returns the Writer's progress so far. Like every method of a
+// Writer, it is not safe for use concurrently with Write or Close.
+func (w *Writer) Progress() Progress {
+	p := w.progress
+	if w.out != nil {
+		p.BytesOut = int64(w.out.n)
+	}
+	return p
+}
+
+// report calls the progress callback, if any.
+func (w *Writer) report() {
+	if w.cfg.progress != nil {
+		w.cfg.progress(w.Progress())
+	}
 }
 
 // bufferedEstimate bounds from above the encoded bytes the open row group
@@ -285,7 +323,12 @@ func (w *Writer) flushRowGroup(i int) error {
 		}
 		spans[j] = pme.Span{Off: start, Len: cc.TotalCompressedSize()}
 	}
-	return w.rf.FlushRowGroup(spans)
+	if err := w.rf.FlushRowGroup(spans); err != nil {
+		return err
+	}
+	w.progress.RowGroups++
+	w.report()
+	return nil
 }
 
 // Close finishes the object and publishes it: the encoder writes its footer,
@@ -305,7 +348,34 @@ func (w *Writer) Close(ctx context.Context) (Object, error) {
 	if err != nil {
 		return Object{}, w.abort(err)
 	}
+	w.progress.BytesOut = int64(obj.Size)
+	if w.cfg.progress != nil {
+		w.cfg.progress(w.progress)
+	}
 	return obj, nil
+}
+
+// WriteRecords writes every record of rr into a new object in store, and
+// publishes it: New with rr's schema, Write for each record, then Close.
+// ctx bounds the whole write. It does not release rr. On any error, from
+// rr included, nothing is published.
+func WriteRecords(ctx context.Context, store blobs.Store, rr array.RecordReader, opts ...Option) (Object, error) {
+	if rr == nil {
+		return Object{}, fmt.Errorf("%w: nil record reader", ErrOption)
+	}
+	w, err := New(store, rr.Schema(), append(opts, WithContext(ctx))...)
+	if err != nil {
+		return Object{}, err
+	}
+	for rr.Next() {
+		if err := w.Write(rr.RecordBatch()); err != nil {
+			return Object{}, err // w is aborted
+		}
+	}
+	if err := rr.Err(); err != nil {
+		return Object{}, w.abort(fmt.Errorf("writer: reading records: %w", err))
+	}
+	return w.Close(ctx)
 }
 
 func (w *Writer) finish(ctx context.Context) (Object, error) {

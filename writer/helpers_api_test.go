@@ -1,0 +1,169 @@
+package writer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/writer"
+)
+
+// ids returns the field IDs of a schema, depth first, as "path=id".
+func ids(s *arrow.Schema) string {
+	var out []string
+	var walk func(f arrow.Field, path string)
+	walk = func(f arrow.Field, path string) {
+		id, _ := f.Metadata.GetValue(writer.FieldIDKey)
+		out = append(out, path+"="+id)
+		switch t := f.Type.(type) {
+		case *arrow.MapType:
+			walk(t.KeyField(), path+".key")
+			walk(t.ItemField(), path+".value")
+		case arrow.ListLikeType:
+			walk(t.ElemField(), path+".element")
+		case *arrow.StructType:
+			for _, c := range t.Fields() {
+				walk(c, path+"."+c.Name)
+			}
+		}
+	}
+	for _, f := range s.Fields() {
+		walk(f, f.Name)
+	}
+	return strings.Join(out, " ")
+}
+
+func ExampleAssignFieldIDs() {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String)},
+		{Name: "pos", Type: arrow.StructOf(
+			arrow.Field{Name: "lat", Type: arrow.PrimitiveTypes.Float64},
+			arrow.Field{Name: "lon", Type: arrow.PrimitiveTypes.Float64},
+		)},
+		{Name: "note", Type: arrow.BinaryTypes.String},
+	}, nil)
+	withIDs, err := writer.AssignFieldIDs(schema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(ids(withIDs))
+	// Output: id=1 tags=2 tags.element=5 pos=3 pos.lat=6 pos.lon=7 note=4
+}
+
+func TestAssignFieldIDs(t *testing.T) {
+	fid := func(v string) arrow.Metadata { return arrow.NewMetadata([]string{writer.FieldIDKey}, []string{v}) }
+	t.Run("keeps existing and counts -1 as missing", func(t *testing.T) {
+		s := arrow.NewSchema([]arrow.Field{
+			{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("-1")},
+			{Name: "b", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("10")},
+			{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32)},
+			{Name: "c", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"other", writer.FieldIDKey}, []string{"x", "3"})},
+		}, nil)
+		got, err := writer.AssignFieldIDs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = "a=11 b=10 m=12 m.key=13 m.value=14 c=3"
+		if ids(got) != want {
+			t.Fatalf("got %s\nwant %s", ids(got), want)
+		}
+		if v, _ := got.Field(3).Metadata.GetValue("other"); v != "x" {
+			t.Errorf("other metadata lost: %v", got.Field(3).Metadata)
+		}
+		again, err := writer.AssignFieldIDs(got)
+		if err != nil || ids(again) != want {
+			t.Fatalf("second pass: %v %s", err, ids(again))
+		}
+		// The result is a schema the writer takes.
+		w, err := writer.New(memstore.New(), got)
+		if err != nil {
+			t.Fatalf("writer.New refuses the assigned schema: %v", err)
+		}
+		w.Close(context.Background())
+	})
+	for name, s := range map[string]*arrow.Schema{
+		"duplicate": arrow.NewSchema([]arrow.Field{
+			{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("1")},
+			{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "b", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("1")})},
+		}, nil),
+		"not a number": arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("x")}}, nil),
+		"negative":     arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("-2")}}, nil),
+		"too large":    arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("2147483648")}}, nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := writer.AssignFieldIDs(s); !errors.Is(err, writer.ErrFieldID) {
+				t.Fatalf("AssignFieldIDs = %v, want ErrFieldID", err)
+			}
+		})
+	}
+	t.Run("past int32", func(t *testing.T) {
+		s := arrow.NewSchema([]arrow.Field{
+			{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("2147483647")},
+			{Name: "b", Type: arrow.PrimitiveTypes.Int64},
+		}, nil)
+		if _, err := writer.AssignFieldIDs(s); !errors.Is(err, writer.ErrFieldID) {
+			t.Fatalf("AssignFieldIDs = %v, want ErrFieldID", err)
+		}
+	})
+}
+
+// failingReader is a RecordReader that fails after its records.
+type failingReader struct {
+	array.RecordReader
+	err error
+}
+
+func (f failingReader) Err() error {
+	if err := f.RecordReader.Err(); err != nil {
+		return err
+	}
+	return f.err
+}
+
+func TestWriteRecordsAndProgress(t *testing.T) {
+	ctx := context.Background()
+	schema, rec := testTable(t, 5000, "")
+	defer rec.Release()
+	rr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec, rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	st := memstore.New()
+	var seen []writer.Progress
+	obj, err := writer.WriteRecords(ctx, st, rr, writer.WithRowGroupRows(4000), writer.WithProgress(func(p writer.Progress) { seen = append(seen, p) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := seen[len(seen)-1]
+	if last.Rows != 10000 || last.RowGroups != 3 || last.BytesOut != int64(obj.Size) || last.BytesIn <= 0 {
+		t.Fatalf("final progress %+v; want 10000 rows, 3 row groups, %d bytes out", last, obj.Size)
+	}
+	for i := 1; i < len(seen); i++ {
+		a, b := seen[i-1], seen[i]
+		if b.Rows < a.Rows || b.BytesIn < a.BytesIn || b.BytesOut < a.BytesOut || b.RowGroups < a.RowGroups {
+			t.Fatalf("progress went back: %+v then %+v", a, b)
+		}
+	}
+	if len(st.Bytes(obj.StorageID)) != int(obj.Size) {
+		t.Fatalf("the store holds %d bytes, the object has %d", len(st.Bytes(obj.StorageID)), obj.Size)
+	}
+
+	// A reader that fails publishes nothing.
+	bad := errors.New("source broke")
+	rr2, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	defer rr2.Release()
+	st2 := memstore.New()
+	if _, err := writer.WriteRecords(ctx, st2, failingReader{rr2, bad}); !errors.Is(err, bad) {
+		t.Fatalf("WriteRecords = %v, want the reader's error", err)
+	}
+	if _, err := writer.WriteRecords(ctx, st2, nil); !errors.Is(err, writer.ErrOption) {
+		t.Fatalf("WriteRecords(nil) = %v, want ErrOption", err)
+	}
+}
