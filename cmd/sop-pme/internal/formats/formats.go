@@ -1,0 +1,270 @@
+// Package formats reads tables into Arrow records for the sop-pme command's
+// import, and writes them out for its export: Parquet, Arrow IPC (file and
+// stream), CSV and NDJSON. Inputs stream: memory is bounded by a row group
+// (Parquet), a record batch (Arrow IPC) or a batch of rows (CSV, NDJSON),
+// never by the input, except where a format needs random access and the
+// input is a pipe (Parquet or an Arrow IPC file on stdin), which is read
+// into memory.
+package formats
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// A Format is a table format.
+type Format string
+
+// The formats.
+const (
+	Parquet     Format = "parquet"
+	ArrowFile   Format = "arrow"  // Arrow IPC file ("ARROW1" at both ends)
+	ArrowStream Format = "arrows" // Arrow IPC stream
+	CSV         Format = "csv"
+	NDJSON      Format = "ndjson" // one JSON object per line
+)
+
+// All lists the formats, for help texts.
+var All = []Format{Parquet, ArrowFile, ArrowStream, CSV, NDJSON}
+
+// ErrFormat reports an input that is not in the format it is read as, or
+// whose format cannot be told.
+var ErrFormat = errors.New("unrecognised input format")
+
+// Parse returns the format named s.
+func Parse(s string) (Format, error) {
+	for _, f := range All {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q (one of %s)", ErrFormat, s, list())
+}
+
+func list() string {
+	s := make([]string, len(All))
+	for i, f := range All {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Detect tells the format of an input from its first bytes, then from its
+// file name's extension.
+func Detect(name string, head []byte) (Format, error) {
+	switch {
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		return Parquet, nil
+	case bytes.HasPrefix(head, []byte("PARE")):
+		return "", fmt.Errorf("%w: %s is an encrypted Parquet file; import takes plaintext tables", ErrFormat, name)
+	case bytes.HasPrefix(head, []byte("ARROW1")):
+		return ArrowFile, nil
+	case bytes.HasPrefix(head, []byte{0xff, 0xff, 0xff, 0xff}):
+		return ArrowStream, nil
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".csv":
+		return CSV, nil
+	case ".ndjson", ".jsonl", ".json":
+		return NDJSON, nil
+	case ".arrows":
+		return ArrowStream, nil
+	}
+	return "", fmt.Errorf("%w: %s (give --format: %s)", ErrFormat, name, list())
+}
+
+// InputOptions configure Open.
+type InputOptions struct {
+	Format    Format // "" detects it
+	BatchRows int    // rows per record for CSV, NDJSON and Parquet; 0: 64 Ki
+	Alloc     memory.Allocator
+}
+
+// An Input is a table being read.
+type Input struct {
+	Format Format
+	array.RecordReader
+	close func() error
+}
+
+// Close releases the reader and closes the input.
+func (in *Input) Close() error {
+	in.RecordReader.Release()
+	if in.close != nil {
+		return in.close()
+	}
+	return nil
+}
+
+// Open opens the table at path ("-" for stdin) for reading.
+func Open(ctx context.Context, path string, opts InputOptions) (*Input, error) {
+	if opts.BatchRows <= 0 {
+		opts.BatchRows = 1 << 16
+	}
+	if opts.Alloc == nil {
+		opts.Alloc = memory.DefaultAllocator
+	}
+	var f *os.File
+	name := path
+	if path == "-" {
+		f, name = os.Stdin, "stdin"
+	} else {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, err
+		}
+	}
+	in, err := open(ctx, f, name, opts)
+	if err != nil {
+		if f != os.Stdin {
+			f.Close()
+		}
+		return nil, err
+	}
+	if f != os.Stdin {
+		prev := in.close
+		in.close = func() error {
+			err := f.Close()
+			if prev != nil {
+				err = errors.Join(prev(), err)
+			}
+			return err
+		}
+	}
+	return in, nil
+}
+
+func open(ctx context.Context, f *os.File, name string, opts InputOptions) (*Input, error) {
+	br := bufio.NewReaderSize(f, 1<<16)
+	format := opts.Format
+	if format == "" {
+		head, _ := br.Peek(8)
+		var err error
+		if format, err = Detect(name, head); err != nil {
+			return nil, err
+		}
+	}
+	// Formats that need random access read the file itself, or all of a
+	// pipe into memory.
+	randomAccess := func() (readAtSeeker, int64, error) {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if _, err := f.Seek(0, io.SeekStart); err == nil {
+				return f, fi.Size(), nil
+			}
+		}
+		b, err := io.ReadAll(br)
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading %s: %w", name, err)
+		}
+		return bytes.NewReader(b), int64(len(b)), nil
+	}
+	switch format {
+	case Parquet:
+		ra, _, err := randomAccess()
+		if err != nil {
+			return nil, err
+		}
+		return openParquet(ctx, ra, name, opts)
+	case ArrowFile:
+		ra, _, err := randomAccess()
+		if err != nil {
+			return nil, err
+		}
+		r, err := ipc.NewFileReader(ra, ipc.WithAllocator(opts.Alloc))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not an Arrow IPC file: %v", ErrFormat, name, err)
+		}
+		return &Input{Format: ArrowFile, RecordReader: &fileRecords{r: r}, close: r.Close}, nil
+	case ArrowStream:
+		r, err := ipc.NewReader(br, ipc.WithAllocator(opts.Alloc))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not an Arrow IPC stream: %v", ErrFormat, name, err)
+		}
+		return &Input{Format: ArrowStream, RecordReader: r}, nil
+	case CSV:
+		rr, err := openCSV(br, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &Input{Format: CSV, RecordReader: rr}, nil
+	case NDJSON:
+		rr, err := openNDJSON(br, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &Input{Format: NDJSON, RecordReader: rr}, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrFormat, format)
+}
+
+// readAtSeeker is what Parquet and Arrow IPC files are read through: a
+// file, or a pipe read into memory.
+type readAtSeeker interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+}
+
+// openParquet reads a plaintext Parquet file row group by row group, each
+// field with the field ID the file gives it ("PARQUET:field_id"; -1 when it
+// has none).
+func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOptions) (*Input, error) {
+	pf, err := file.NewParquetReader(ra)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s is not a readable Parquet file: %v", ErrFormat, name, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, opts.Alloc)
+	if err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
+	}
+	return &Input{Format: Parquet, RecordReader: rr, close: pf.Close}, nil
+}
+
+// fileRecords reads the record batches of an Arrow IPC file in order. A
+// batch is the file reader's, valid until the next one.
+type fileRecords struct {
+	r   *ipc.FileReader
+	i   int
+	cur arrow.RecordBatch
+	err error
+}
+
+func (f *fileRecords) Schema() *arrow.Schema { return f.r.Schema() }
+func (f *fileRecords) Next() bool {
+	f.cur = nil
+	if f.err != nil || f.i >= f.r.NumRecords() {
+		return false
+	}
+	f.cur, f.err = f.r.RecordBatch(f.i)
+	f.i++
+	if f.err != nil {
+		f.err = fmt.Errorf("%w: Arrow IPC record batch %d: %v", ErrFormat, f.i-1, f.err)
+		f.cur = nil
+	}
+	return f.cur != nil
+}
+func (f *fileRecords) RecordBatch() arrow.RecordBatch { return f.cur }
+func (f *fileRecords) Record() arrow.RecordBatch      { return f.cur }
+func (f *fileRecords) Err() error                     { return f.err }
+func (f *fileRecords) Retain()                        {}
+func (f *fileRecords) Release()                       { f.cur = nil }
