@@ -3,78 +3,19 @@ package pme_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"strconv"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 )
 
 // plaintext writes n rows of a small table as plaintext Parquet with arrow-go
-// (row groups of rg rows, codec c) and returns the bytes and the column
-// chunk spans of each row group.
+// (row groups of rg rows, codec c) and an empty padding entry, and returns
+// the bytes and the column chunk spans of each row group.
 func plaintext(t testing.TB, n, rg int, c compress.Compression) ([]byte, [][]pme.Span) {
-	t.Helper()
-	md := func(id int) arrow.Metadata {
-		return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(id)})
-	}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: md(1)},
-		{Name: "s", Type: arrow.BinaryTypes.String, Metadata: md(2)},
-		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Metadata: md(3)},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for i := range n {
-		b.Field(0).(*array.Int64Builder).Append(int64(i * 7919))
-		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("value-%09d-%x", i, i*31))
-		b.Field(2).(*array.Float64Builder).Append(float64(i) * 1.5)
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithCompression(c), parquet.WithMaxRowGroupLength(int64(rg)), parquet.WithDictionaryDefault(false))
-	fw, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.AppendKeyValueMetadata(padme.PadKey, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spans [][]pme.Span
-	for i := range pf.NumRowGroups() {
-		rgm := pf.MetaData().RowGroup(i)
-		var s []pme.Span
-		for j := range rgm.NumColumns() {
-			cc, _ := rgm.ColumnChunk(j)
-			start := cc.DataPageOffset()
-			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
-				start = min(start, cc.DictionaryPageOffset())
-			}
-			s = append(s, pme.Span{Off: start, Len: cc.TotalCompressedSize()})
-		}
-		spans = append(spans, s)
-	}
-	return buf.Bytes(), spans
+	return plainFile(t, n, rg, c, padme.PadKey)
 }
 
 // reframe streams plain through a Reframer the way the writer does: the

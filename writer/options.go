@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"unicode/utf8"
 
 	"github.com/sovm/sop-pme/padme"
@@ -57,6 +58,7 @@ type config struct {
 	dictionary    bool
 	keyValues     [][2]string
 	progress      func(Progress)
+	parallelism   int
 }
 
 func defaultConfig() config {
@@ -68,6 +70,7 @@ func defaultConfig() config {
 		dataPageSize:  DefaultDataPageSize,
 		pageVersion:   DataPageV1,
 		dictionary:    true,
+		parallelism:   runtime.GOMAXPROCS(0),
 	}
 }
 
@@ -98,13 +101,12 @@ func WithRowGroupRows(n int64) Option {
 	}
 }
 
-// WithRowGroupBytes sets the encoded size in bytes at which a row group is
-// closed even if it has fewer rows than the row limit (default
-// DefaultRowGroupBytes). The size counts the pages the encoder has closed
-// plus, as an upper bound, a full data page for every column with an open
-// one; it is checked every 65,536 rows at most. It bounds the writer's
-// memory: about twice this size is buffered while a row group is encoded
-// and sealed.
+// WithRowGroupBytes sets the size in bytes at which a row group is closed
+// even if it has fewer rows than the row limit (default
+// DefaultRowGroupBytes). The size is that of the rows' Arrow buffers (for
+// a sliced record, its share of its parent's), which bounds what they
+// encode to. It bounds the writer's memory: (WithParallelism + 1) row
+// groups are held at most, each as its records and its encoded plaintext.
 func WithRowGroupBytes(n int64) Option {
 	return func(cfg *config) error {
 		if n <= 0 {
@@ -190,6 +192,20 @@ func WithProgress(fn func(Progress)) Option {
 			return fmt.Errorf("%w: nil progress function", ErrOption)
 		}
 		cfg.progress = fn
+		return nil
+	}
+}
+
+// WithParallelism sets how many row groups are encoded at once (default
+// runtime.GOMAXPROCS(0)). Row groups are sealed in order whatever n is, so
+// the object's layout does not depend on it; (n + 1) row groups are held in
+// memory at most.
+func WithParallelism(n int) Option {
+	return func(cfg *config) error {
+		if n < 1 || n > 256 {
+			return fmt.Errorf("%w: parallelism %d", ErrOption, n)
+		}
+		cfg.parallelism = n
 		return nil
 	}
 }

@@ -3,6 +3,7 @@ package writer
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // sink carries the ciphertext to the store on a goroutine of its own, so
@@ -20,7 +21,7 @@ type sink struct {
 	err    error
 	closed bool
 
-	n uint64 // bytes accepted
+	n atomic.Int64 // bytes accepted
 }
 
 const sinkDepth = 4
@@ -71,7 +72,7 @@ func (s *sink) Write(p []byte) (int, error) {
 	}
 	copy(b, p)
 	s.ch <- b
-	s.n += uint64(len(p))
+	s.n.Add(int64(len(p)))
 	return len(p), nil
 }
 

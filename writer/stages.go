@@ -23,16 +23,19 @@ import (
 // only type the next step accepts, so the steps cannot be called out of
 // order, skipped or repeated: such code does not compile.
 //
-// Steps 1 and 2 are pipelined: the encoder streams plaintext Parquet into
-// the pme.Reframer, which seals each row group's pages as soon as the encoder
-// closes the row group, so at most one row group of plaintext is ever held,
-// in memory. The footer is sealed in step 2, once the encoder has finished.
+// Steps 1 and 2 are pipelined: row groups are encoded in parallel, each
+// into a plaintext Parquet file of its own in memory, and the pme.Sealer
+// seals their pages in order as soon as each is encoded (see pipeline), so
+// only the row groups in flight are ever held as plaintext, in memory. The
+// footer is sealed in step 2, once every row group is.
 
-// encoded is the result of step 1: the encoder has written its whole
-// plaintext stream, footer included, into the Reframer.
+// encoded is the result of step 1: every row group encoded (and its pages
+// sealed), and the footer, remapped to the sealed layout, with the caller's
+// metadata and the empty padding entry.
 type encoded struct {
-	rf  *pme.Reframer
-	dek pme.DEK
+	footer  *pme.Footer
+	dataLen int64 // "PARE" plus every data module
+	dek     pme.DEK
 }
 
 // encrypted is the result of step 2: every data module sealed and written,
@@ -61,18 +64,13 @@ type padded struct {
 	unpadded uint64 // L, with the empty padding entry
 }
 
-// encrypt is step 2's completion: it remaps the footer to the sealed layout
-// and seals it under the DEK.
+// encrypt is step 2's completion: it seals the footer under the DEK.
 func (e encoded) encrypt() (encrypted, error) {
-	footer, err := e.rf.Close()
+	module, err := e.footer.Seal(e.dek)
 	if err != nil {
 		return encrypted{}, err
 	}
-	module, err := footer.Seal(e.dek)
-	if err != nil {
-		return encrypted{}, err
-	}
-	return encrypted{dek: e.dek, dataLen: e.rf.Offset(), footer: footer, footerModule: module}, nil
+	return encrypted{dek: e.dek, dataLen: e.dataLen, footer: e.footer, footerModule: module}, nil
 }
 
 // withKeyRef is step 3: a fresh random key_ref goes into FileCryptoMetaData
@@ -128,8 +126,8 @@ func (p padded) publish(ctx context.Context, out *sink, pending blobs.Pending) (
 	if err := out.close(); err != nil {
 		return Object{}, err
 	}
-	if out.n != p.size {
-		return Object{}, fmt.Errorf("%w: staged %d bytes, want %d", ErrPadding, out.n, p.size)
+	if n := out.n.Load(); n != int64(p.size) {
+		return Object{}, fmt.Errorf("%w: staged %d bytes, want %d", ErrPadding, n, p.size)
 	}
 	if err := ctx.Err(); err != nil {
 		return Object{}, err

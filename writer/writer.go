@@ -41,36 +41,39 @@ import (
 
 // abandoned is what the cleanup of a Writer dropped without Close releases.
 type abandoned struct {
+	pipe    *pipeline
 	out     *sink
 	pending blobs.Pending
 }
 
-// sliceRows is the most rows Write hands the encoder at once.
+// sliceRows is the most rows of one record a row group takes at once, so
+// that the byte limit is checked often enough to hold.
 const sliceRows = 1 << 16
 
 // A Writer writes one SOP-PME-1 object. Call Write for each record, then
-// Close, which publishes the object and describes it. A Writer hands its
-// ciphertext to the store from a goroutine of its own, which Close (or a
-// failure) ends; a Writer dropped without Close is aborted when the garbage
-// collector finds it.
+// Close, which publishes the object and describes it.
+//
+// A Writer encodes row groups on goroutines of its own, WithParallelism at
+// once, seals them in order on another, and hands the ciphertext to the
+// store from a third; Close (or a failure) ends them. A Writer dropped
+// without Close is aborted when the garbage collector finds it.
 type Writer struct {
 	cfg     config
 	schema  *arrow.Schema
 	dek     pme.DEK
 	pending blobs.Pending
 	out     *sink
-	rf      *pme.Reframer
-	fw      *pqarrow.FileWriter
+	sealer  *pme.Sealer
+	pipe    *pipeline
 
-	rowGroups int   // row groups opened in the encoder
-	rgRows    int64 // rows in the open row group
-	rgRaw     int64 // Arrow bytes handed to the encoder for the open row group, about
-	rgFull    bool  // the open row group takes no more rows
-	leaves    int64 // leaf columns of the schema
+	rg        []arrow.RecordBatch // the open row group's records (retained slices)
+	rgRows    int64               // rows in the open row group
+	rgRaw     int64               // Arrow bytes of the open row group, about
+	rowGroups int                 // row groups submitted
 	closed    bool
 	err       error
 
-	progress Progress // rows and bytes in, row groups sealed (bytes out: out.n)
+	progress Progress // rows and bytes in (bytes out: out.n; row groups: pipe.sealed)
 }
 
 // New starts an object with the given schema in store. The schema is checked
@@ -95,27 +98,28 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 	if err := cfg.ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The encoder must be able to take the schema: try it before staging.
+	if _, err := pqarrow.ToParquet(schema, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
 	pending, err := store.Create(cfg.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("writer: staging object: %w", err)
 	}
-	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending, leaves: int64(leafColumns(schema))}
-	// The Reframer writes a page (header and body modules) at a time, and
-	// the tail in one piece; the sink hands them to the store from a
+	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending}
+	// The Sealer writes a page (header and body modules) at a time, and the
+	// tail goes in one piece; the sink hands them to the store from a
 	// goroutine of its own.
 	w.out = newSink(pending)
-	// A Writer dropped without Close must not keep the sink's goroutine or
-	// the staged bytes.
+	w.sealer = pme.NewSealer(w.out, w.dek)
+	w.pipe = newPipeline(schema, w.cfg, w.sealer)
+	// A Writer dropped without Close must not keep its goroutines or the
+	// staged bytes.
 	runtime.AddCleanup(w, func(c abandoned) {
+		c.pipe.abort(ErrClosed)
 		c.out.close()
 		c.pending.Abort()
-	}, abandoned{w.out, pending})
-	w.rf = pme.NewReframer(w.out, w.dek)
-	w.fw, err = pqarrow.NewFileWriter(schema, plainSink{w.rf}, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		w.abort(err)
-		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
-	}
+	}, abandoned{w.pipe, w.out, pending})
 	return w, nil
 }
 
@@ -142,15 +146,11 @@ func (cfg config) parquetProps() *parquet.WriterProperties {
 	)
 }
 
-// plainSink hides the Reframer's Close from arrow-go, which closes its sink
-// if it can.
-type plainSink struct{ rf *pme.Reframer }
-
-func (s plainSink) Write(p []byte) (int, error) { return s.rf.Write(p) }
-
 // Write adds the rows of rec to the object. rec's schema must equal the
-// writer's. Rows are buffered into row groups; each full row group is
-// encoded, sealed and staged before the next begins.
+// writer's. Rows are gathered into row groups (WithRowGroupRows,
+// WithRowGroupBytes); each full row group is encoded, sealed and staged
+// while the next is gathered. Write keeps references to rec's buffers
+// until its row group is encoded; the caller may release rec.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if w.err != nil {
 		return fmt.Errorf("%w: aborted: %w", ErrClosed, w.err)
@@ -165,38 +165,38 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		return w.abort(err)
 	}
 	recRaw := recordBytes(rec)
-	for off, n := int64(0), rec.NumRows(); off < n; {
-		if w.rgFull || w.rowGroups == 0 {
-			if err := w.nextRowGroup(); err != nil {
+	n := rec.NumRows()
+	perRow := max(1, recRaw/max(1, n))
+	for off := int64(0); off < n; {
+		// As many rows as the row group's byte budget holds, at most
+		// sliceRows at a time.
+		budget := max(1, (w.cfg.rowGroupBytes-w.rgRaw)/perRow)
+		take := min(n-off, w.cfg.rowGroupRows-w.rgRows, budget, sliceRows)
+		w.rg = append(w.rg, rec.NewSlice(off, off+take))
+		off += take
+		w.rgRows += take
+		w.rgRaw += perRow * take
+		if w.rgRows >= w.cfg.rowGroupRows || w.rgRaw >= w.cfg.rowGroupBytes {
+			if err := w.submit(); err != nil {
 				return w.abort(err)
 			}
 		}
-		// As many rows as the row group's byte budget surely holds (counted
-		// at their Arrow size, more than they encode to), else sliceRows at
-		// a time, so that the byte limit is checked often enough to hold.
-		perRow := max(1, recRaw/max(1, n))
-		budget := (w.cfg.rowGroupBytes - w.bufferedEstimate()) / perRow
-		take := min(n-off, w.cfg.rowGroupRows-w.rgRows, max(sliceRows, budget))
-		part := rec
-		if off != 0 || take != n {
-			part = rec.NewSlice(off, off+take)
-		}
-		err := w.fw.WriteBuffered(part)
-		if part != rec {
-			part.Release()
-		}
-		if err != nil {
-			return w.abort(fmt.Errorf("%w: %w", ErrEncode, err))
-		}
-		off += take
-		w.rgRows += take
-		w.rgRaw += recRaw * take / n
-		w.rgFull = w.rgRows >= w.cfg.rowGroupRows || w.bufferedEstimate() >= w.cfg.rowGroupBytes
 	}
-	w.progress.Rows += rec.NumRows()
+	w.progress.Rows += n
 	w.progress.BytesIn += recRaw
 	w.report()
 	return nil
+}
+
+// submit hands the open row group to the pipeline.
+func (w *Writer) submit() error {
+	if w.rowGroups >= pme.MaxRowGroups {
+		return fmt.Errorf("%w: more than %d row groups", pme.ErrTooLarge, pme.MaxRowGroups)
+	}
+	recs, rows, raw := w.rg, w.rgRows, w.rgRaw
+	w.rg, w.rgRows, w.rgRaw = nil, 0, 0
+	w.rowGroups++
+	return w.pipe.submit(recs, rows, raw)
 }
 
 // Progress describes the work of a Writer so far, for progress displays
@@ -218,8 +218,9 @@ type Progress struct {
 // Writer, it is not safe for use concurrently with Write or Close.
 func (w *Writer) Progress() Progress {
 	p := w.progress
-	if w.out != nil {
-		p.BytesOut = int64(w.out.n)
+	if w.out != nil && !w.closed {
+		p.BytesOut = w.out.n.Load()
+		p.RowGroups = int(w.pipe.sealed.Load())
 	}
 	return p
 }
@@ -229,13 +230,6 @@ func (w *Writer) report() {
 	if w.cfg.progress != nil {
 		w.cfg.progress(w.Progress())
 	}
-}
-
-// bufferedEstimate bounds from above the encoded bytes the open row group
-// holds: the pages the encoder has closed, plus its open pages, each at most
-// a data page and together at most the Arrow bytes handed over.
-func (w *Writer) bufferedEstimate() int64 {
-	return w.fw.RowGroupTotalCompressedBytes() + min(w.rgRaw, w.leaves*w.cfg.dataPageSize)
 }
 
 // recordBytes returns the size of a record's Arrow buffers (a slice counts
@@ -259,78 +253,6 @@ func recordBytes(rec arrow.RecordBatch) int64 {
 	return n
 }
 
-// leafColumns counts the Parquet leaf columns of a schema.
-func leafColumns(s *arrow.Schema) int {
-	var count func(t arrow.DataType) int
-	count = func(t arrow.DataType) int {
-		switch t := t.(type) {
-		case *arrow.MapType:
-			return count(t.KeyType()) + count(t.ItemType())
-		case arrow.ListLikeType:
-			return count(t.Elem())
-		case *arrow.StructType:
-			n := 0
-			for _, f := range t.Fields() {
-				n += count(f.Type)
-			}
-			return n
-		case arrow.ExtensionType:
-			return count(t.StorageType())
-		}
-		return 1
-	}
-	n := 0
-	for _, f := range s.Fields() {
-		n += count(f.Type)
-	}
-	return n
-}
-
-// nextRowGroup closes the open row group, if any, seals it, and opens the
-// next.
-func (w *Writer) nextRowGroup() error {
-	if w.rowGroups >= pme.MaxRowGroups {
-		return fmt.Errorf("%w: more than %d row groups", pme.ErrTooLarge, pme.MaxRowGroups)
-	}
-	if err := w.fw.NewBufferedRowGroupChecked(); err != nil {
-		return fmt.Errorf("%w: %w", ErrEncode, err)
-	}
-	w.rowGroups++
-	w.rgRows, w.rgRaw, w.rgFull = 0, 0, false
-	if w.rowGroups > 1 {
-		return w.flushRowGroup(w.rowGroups - 2)
-	}
-	return nil
-}
-
-// flushRowGroup hands the column chunks of closed row group i to the
-// Reframer, which seals them and drops their plaintext.
-func (w *Writer) flushRowGroup(i int) error {
-	md, err := w.fw.FileMetadata()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrEncode, err)
-	}
-	rg := md.RowGroup(i)
-	spans := make([]pme.Span, rg.NumColumns())
-	for j := range spans {
-		cc, err := rg.ColumnChunk(j)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrEncode, err)
-		}
-		start := cc.DataPageOffset()
-		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
-			start = cc.DictionaryPageOffset()
-		}
-		spans[j] = pme.Span{Off: start, Len: cc.TotalCompressedSize()}
-	}
-	if err := w.rf.FlushRowGroup(spans); err != nil {
-		return err
-	}
-	w.progress.RowGroups++
-	w.report()
-	return nil
-}
-
 // Close finishes the object and publishes it: the encoder writes its footer,
 // the footer is sealed, the key_ref is written, the object is padded to its
 // Padmé size, and the bytes are committed to the store (Section 11.12). On
@@ -349,6 +271,7 @@ func (w *Writer) Close(ctx context.Context) (Object, error) {
 		return Object{}, w.abort(err)
 	}
 	w.progress.BytesOut = int64(obj.Size)
+	w.progress.RowGroups = int(w.pipe.sealed.Load())
 	if w.cfg.progress != nil {
 		w.cfg.progress(w.progress)
 	}
@@ -382,25 +305,29 @@ func (w *Writer) finish(ctx context.Context) (Object, error) {
 	if err := errors.Join(ctx.Err(), w.cfg.ctx.Err()); err != nil {
 		return Object{}, err
 	}
-	// Step 1: the encoder finishes. The padding entry is present, empty,
-	// on every object, so that L includes it (Section 11.8).
-	for _, kv := range w.cfg.keyValues {
-		if err := w.fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
-			return Object{}, fmt.Errorf("%w: %w", ErrEncode, err)
-		}
-	}
-	if err := w.fw.AppendKeyValueMetadata(padme.PadKey, ""); err != nil {
-		return Object{}, fmt.Errorf("%w: %w", ErrEncode, err)
-	}
-	if err := w.fw.Close(); err != nil {
-		return Object{}, fmt.Errorf("%w: %w", ErrEncode, err)
-	}
-	if w.rowGroups > 0 {
-		if err := w.flushRowGroup(w.rowGroups - 1); err != nil {
+	// Step 1: the last row group (or, for an object without rows, a file
+	// without row groups, which gives the footer its schema) is encoded and
+	// sealed with the others.
+	if w.rgRows > 0 || w.rowGroups == 0 {
+		if err := w.submit(); err != nil {
 			return Object{}, err
 		}
 	}
-	step1 := encoded{rf: w.rf, dek: w.dek}
+	if err := w.pipe.finish(); err != nil {
+		return Object{}, err
+	}
+	footer, err := w.sealer.Close()
+	if err != nil {
+		return Object{}, err
+	}
+	// The footer's metadata: the caller's entries, then the padding entry,
+	// present and empty on every object, so that L includes it (Section
+	// 11.8).
+	for _, kv := range w.cfg.keyValues {
+		footer.AppendKeyValue(kv[0], []byte(kv[1]))
+	}
+	footer.AppendKeyValue(padme.PadKey, nil)
+	step1 := encoded{footer: footer, dataLen: w.sealer.Offset(), dek: w.dek}
 	// Steps 2 to 5.
 	step2, err := step1.encrypt()
 	if err != nil {
@@ -424,8 +351,10 @@ func (w *Writer) abort(err error) error {
 		return w.err
 	}
 	w.err = err
-	if w.fw != nil {
-		w.fw.Close() // releases arrow-go's buffers; its output goes nowhere
+	release(w.rg)
+	w.rg = nil
+	if w.pipe != nil {
+		w.pipe.abort(err) // what is still encoding finishes; nothing more is sealed
 	}
 	if w.out != nil {
 		w.out.close() // its goroutine ends; what it still held goes nowhere

@@ -1,0 +1,400 @@
+package pme
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sovm/sop-pme/internal/thrift"
+	"github.com/sovm/sop-pme/padme"
+)
+
+// ErrCompressedV2 reports a compressed DATA_PAGE_V2 page. DuckDB 1.5.6 reads
+// the levels and the values of such a page in an encrypted file as two
+// modules, a layout no PME writer produces, so a Sealer refuses it rather
+// than make an object DuckDB cannot read (see the DuckDB notes).
+var ErrCompressedV2 = errors.New("pme: compressed DATA_PAGE_V2 pages are not readable by DuckDB in encrypted files")
+
+// ErrPlaintextParquet reports input to a Sealer that is not a plaintext
+// Parquet file it can seal: no "PAR1" at both ends, an encrypted file, a
+// column chunk in another file, or a footer it cannot decode.
+var ErrPlaintextParquet = errors.New("pme: not a plaintext Parquet file this sealer takes")
+
+// More field IDs of parquet.thrift that a Sealer reads.
+const (
+	fmdNumRows = 3
+
+	cmdPathInSchema = 3
+	cmdCodec        = 4
+
+	phType           = 1
+	phDataPageV2     = 8
+	dph2IsCompressed = 7
+
+	pageDataV2 = 3
+
+	codecUncompressed = 0
+
+	rgNumRows = 3
+)
+
+// maxPlainFooter bounds the footer of a plaintext file a Sealer reads, in
+// bytes.
+const maxPlainFooter = 256 << 20
+
+// A Sealer turns plaintext Parquet files into the data region and footer of
+// one SOP-PME-1 object, page by page, without decoding or encoding any page:
+// step 2 of the writer pipeline, "PME encryption under the object's DEK"
+// (Section 11.12), in the layout DuckDB writes and reads (Section 11.3):
+//
+//	"PARE" | module | module | ... | FileCryptoMetaData | footer module | u32 LE len | "PARE"
+//
+// Each file added (AddFile) contributes its row groups, in order; the files
+// must share one schema. Every page header and every page body becomes a
+// module of its own, sealed under the DEK with a fresh nonce and the empty
+// AAD. Page header bytes are sealed unchanged: their compressed_page_size
+// is the plaintext body length, which is what DuckDB expects. In the footer
+// Close returns, every offset points at the length prefix of a page's
+// header module; total_compressed_size counts module bytes;
+// total_uncompressed_size counts header modules and uncompressed pages (as
+// DuckDB writes it); RowGroup.ordinal numbers the row groups; page indexes,
+// bloom filters and column crypto metadata are dropped, and so is anything
+// else in a file that no column chunk's pages reference.
+//
+// The writer encodes row groups into files of their own, in parallel, and
+// seals them here in order; the command line seals existing Parquet files
+// here directly. A Sealer holds at most one page of plaintext at a time. It
+// is not safe for concurrent use; its errors are sticky.
+type Sealer struct {
+	dek     DEK
+	out     io.Writer
+	pos     int64 // bytes written to out: the object offset of the next module
+	meta    *thrift.Struct
+	schema  []byte // the encoded schema of the first file
+	rgs     []thrift.Value
+	numRows int64
+	hdr     []byte // plaintext page header window
+	body    []byte // plaintext page body
+	sealed  []byte
+	err     error
+}
+
+// NewSealer returns a Sealer that writes the object's bytes to out, sealing
+// under dek. It writes nothing until the first AddFile or Close.
+func NewSealer(out io.Writer, dek DEK) *Sealer {
+	return &Sealer{dek: dek, out: out}
+}
+
+// Offset returns the number of object bytes written so far.
+func (s *Sealer) Offset() int64 { return s.pos }
+
+func (s *Sealer) fail(err error) error {
+	if s.err == nil {
+		s.err = err
+	}
+	return s.err
+}
+
+func (s *Sealer) emit(b []byte) error {
+	if _, err := s.out.Write(b); err != nil {
+		return s.fail(fmt.Errorf("pme: writing ciphertext: %w", err))
+	}
+	s.pos += int64(len(b))
+	return nil
+}
+
+func (s *Sealer) start() error {
+	if s.pos == 0 {
+		return s.emit(magicPARE[:])
+	}
+	return nil
+}
+
+// readFooter reads and decodes the footer of the plaintext Parquet file r
+// of size bytes.
+func readFooter(r io.ReaderAt, size int64) (*thrift.Struct, error) {
+	if size < 12 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrPlaintextParquet, size)
+	}
+	var head, tail [8]byte
+	if _, err := r.ReadAt(head[:4], 0); err != nil {
+		return nil, fmt.Errorf("pme: reading plaintext Parquet: %w", err)
+	}
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, fmt.Errorf("pme: reading plaintext Parquet: %w", err)
+	}
+	if string(head[:4]) == "PARE" || string(tail[4:]) == "PARE" {
+		return nil, fmt.Errorf("%w: the file is encrypted", ErrPlaintextParquet)
+	}
+	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
+		return nil, fmt.Errorf("%w: no PAR1 magic at both ends", ErrPlaintextParquet)
+	}
+	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if flen > size-12 || flen > maxPlainFooter {
+		return nil, fmt.Errorf("%w: footer of %d bytes in a file of %d", ErrPlaintextParquet, flen, size)
+	}
+	raw := make([]byte, flen)
+	if _, err := r.ReadAt(raw, size-8-flen); err != nil {
+		return nil, fmt.Errorf("pme: reading plaintext Parquet: %w", err)
+	}
+	meta, err := thrift.DecodeExact(raw, footerLimits(len(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: footer: %w", ErrPlaintextParquet, err)
+	}
+	if meta.Field(fmdEncryptionAlgo) != nil || meta.Field(fmdFooterSigningKeyMD) != nil {
+		return nil, fmt.Errorf("%w: the footer carries encryption fields (plaintext footer mode)", ErrPlaintextParquet)
+	}
+	return meta, nil
+}
+
+// AddFile seals the row groups of the plaintext Parquet file r, of size
+// bytes, and appends them to the object. The file's schema must equal that
+// of the first file added. Its footer's key-value metadata is kept from the
+// first file only; a key reserved for padding (Section 11.8) is refused.
+func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
+	if s.err != nil {
+		return s.err
+	}
+	meta, err := readFooter(r, size)
+	if err != nil {
+		return s.fail(err)
+	}
+	sv := meta.Field(fmdSchema)
+	if sv == nil || sv.Type != thrift.TypeList {
+		return s.fail(fmt.Errorf("%w: no schema", ErrPlaintextParquet))
+	}
+	schema := thrift.NewStruct(thrift.Field{ID: fmdSchema, Value: *sv}).Append(nil)
+	if s.meta == nil {
+		for _, kv := range keyValues(meta) {
+			if padme.IsReserved(kv) {
+				return s.fail(fmt.Errorf("%w: footer metadata key %q is reserved for padding", ErrPlaintextParquet, kv))
+			}
+		}
+		s.meta, s.schema = meta, schema
+	} else if !bytes.Equal(schema, s.schema) {
+		return s.fail(fmt.Errorf("%w: the schema differs from the first file's", ErrPlaintextParquet))
+	}
+	if err := s.start(); err != nil {
+		return err
+	}
+	f := &Footer{meta: meta}
+	rgs, err := f.rowGroups()
+	if err != nil {
+		return s.fail(fmt.Errorf("%w: %w", ErrPlaintextParquet, err))
+	}
+	if len(s.rgs)+len(rgs) > MaxRowGroups {
+		return s.fail(fmt.Errorf("%w: more than %d row groups", ErrTooLarge, MaxRowGroups))
+	}
+	for i, rg := range rgs {
+		if err := s.sealRowGroup(r, size, rg); err != nil {
+			return s.fail(fmt.Errorf("row group %d: %w", i, err))
+		}
+		n, err := rg.I64(rgNumRows)
+		if err != nil || n < 0 {
+			return s.fail(fmt.Errorf("%w: row group %d: num_rows", ErrPlaintextParquet, i))
+		}
+		s.numRows += n
+		s.rgs = append(s.rgs, thrift.StructValue(rg))
+	}
+	return nil
+}
+
+func keyValues(meta *thrift.Struct) []string {
+	v := meta.Field(fmdKeyValueMetadata)
+	if v == nil || v.Type != thrift.TypeList {
+		return nil
+	}
+	var out []string
+	for _, it := range v.List.Items {
+		if it.Struct != nil {
+			if k, err := it.Struct.Binary(kvKey); err == nil {
+				out = append(out, string(k))
+			}
+		}
+	}
+	return out
+}
+
+// sealRowGroup seals the column chunks of rg from r, in column order, and
+// remaps rg to the object's layout.
+func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) error {
+	cols, err := rg.List(rgColumns)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
+	}
+	rgStart, rgLen := s.pos, int64(0)
+	for j, v := range cols.Items {
+		cc := v.Struct
+		if cc == nil || cc.Field(ccFilePath) != nil {
+			return fmt.Errorf("%w: column %d: missing, or in another file", ErrPlaintextParquet, j)
+		}
+		if cc.Field(ccCryptoMetadata) != nil || cc.Field(ccEncryptedColumnMD) != nil {
+			return fmt.Errorf("%w: column %d is encrypted", ErrPlaintextParquet, j)
+		}
+		md, err := cc.Struct(ccMetaData)
+		if err != nil {
+			return fmt.Errorf("%w: column %d: %w", ErrPlaintextParquet, j, err)
+		}
+		span, dict, err := plainSpan(md)
+		if err != nil || span.End() > size-8 {
+			return fmt.Errorf("%w: column %d: chunk [%d, %d) outside the file: %v", ErrPlaintextParquet, j, span.Off, span.End(), err)
+		}
+		m, err := s.sealChunk(r, span, md)
+		if err != nil {
+			return fmt.Errorf("column %s: %w", columnPath(md, j), err)
+		}
+		data, _ := md.I64(cmdDataPageOffset)
+		newData, ok := m.pages[data]
+		if !ok {
+			return fmt.Errorf("%w: column %s: data_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
+		}
+		md.Set(cmdDataPageOffset, thrift.I64(newData))
+		if dict > 0 {
+			newDict, ok := m.pages[dict]
+			if !ok {
+				return fmt.Errorf("%w: column %s: dictionary_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
+			}
+			md.Set(cmdDictPageOffset, thrift.I64(newDict))
+		} else {
+			md.Delete(cmdDictPageOffset)
+		}
+		md.Set(cmdTotalCompressed, thrift.I64(m.obj.Len))
+		md.Set(cmdTotalUncompressed, thrift.I64(m.uncompressed))
+		dropOutsideChunk(cc, md)
+		cc.Set(ccFileOffset, thrift.I64(0))
+		rgLen += m.obj.Len
+	}
+	rg.Set(rgFileOffset, thrift.I64(rgStart))
+	rg.Set(rgTotalCompressed, thrift.I64(rgLen))
+	rg.Set(rgOrdinal, thrift.I16(int16(len(s.rgs))))
+	return nil
+}
+
+// columnPath names a column chunk for errors: its path_in_schema, or its
+// index.
+func columnPath(md *thrift.Struct, j int) string {
+	if l, err := md.List(cmdPathInSchema); err == nil {
+		parts := make([]string, 0, len(l.Items))
+		for _, it := range l.Items {
+			parts = append(parts, string(it.Bin))
+		}
+		return strings.Join(parts, ".")
+	}
+	return fmt.Sprintf("%d", j)
+}
+
+// sealChunk seals the pages of the column chunk c of r, a header module and
+// a body module each, one page in memory at a time.
+func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap, error) {
+	codec, _ := md.I32(cmdCodec)
+	m := &chunkMap{plain: c, obj: Span{Off: s.pos}, pages: make(map[int64]int64)}
+	for off := c.Off; off < c.End(); {
+		hdr, n, err := s.pageHeader(r, off, c.End())
+		if err != nil {
+			return nil, err
+		}
+		csize, err1 := hdr.I32(phCompressedSize)
+		usize, err2 := hdr.I32(phUncompressedSize)
+		if err1 != nil || err2 != nil || csize < 0 || usize < 0 || int64(csize) > c.End()-off-int64(n) {
+			return nil, fmt.Errorf("%w: page header at %d: bad sizes", ErrPlaintextParquet, off)
+		}
+		if csize > MaxPageSize || usize > MaxPageSize {
+			return nil, fmt.Errorf("%w: page at %d of %d bytes (%d uncompressed); readers decode at most %d", ErrTooLarge, off, csize, usize, MaxPageSize)
+		}
+		if t, _ := hdr.I32(phType); t == pageDataV2 && codec != codecUncompressed {
+			compressed := true // DataPageHeaderV2.is_compressed defaults to true
+			if v2, err := hdr.Struct(phDataPageV2); err == nil {
+				if b, err := v2.Bool(dph2IsCompressed); err == nil {
+					compressed = b
+				}
+			}
+			if compressed {
+				return nil, ErrCompressedV2
+			}
+		}
+		if cap(s.body) < int(csize) {
+			s.body = make([]byte, csize)
+		}
+		body := s.body[:csize]
+		if _, err := r.ReadAt(body, off+int64(n)); err != nil {
+			return nil, fmt.Errorf("pme: reading page at %d: %w", off, err)
+		}
+		m.pages[off] = s.pos
+		if s.sealed, err = s.dek.Seal(s.sealed[:0], s.hdr[:n]); err != nil {
+			return nil, fmt.Errorf("sealing page header at %d: %w", off, err)
+		}
+		if s.sealed, err = s.dek.Seal(s.sealed, body); err != nil {
+			return nil, fmt.Errorf("sealing page at %d: %w", off, err)
+		}
+		clear(body)
+		if err := s.emit(s.sealed); err != nil {
+			return nil, err
+		}
+		m.uncompressed += int64(n+Overhead) + int64(usize)
+		off += int64(n) + int64(csize)
+	}
+	m.obj.Len = s.pos - m.obj.Off
+	return m, nil
+}
+
+// pageHeader reads and decodes the page header at off of r, which must end
+// before end, into s.hdr. It reads a small window first and widens it only
+// for a large header.
+func (s *Sealer) pageHeader(r io.ReaderAt, off, end int64) (*thrift.Struct, int, error) {
+	for probe := int64(4 << 10); ; probe *= 4 {
+		probe = min(probe, end-off)
+		if int64(cap(s.hdr)) < probe {
+			s.hdr = make([]byte, probe)
+		}
+		w := s.hdr[:probe]
+		if _, err := r.ReadAt(w, off); err != nil {
+			return nil, 0, fmt.Errorf("pme: reading page header at %d: %w", off, err)
+		}
+		hdr, n, err := thrift.Decode(w, thriftLimits)
+		if err == nil {
+			// The header aliases s.hdr; the caller reads it before the next
+			// call.
+			return hdr, n, nil
+		}
+		if !errors.Is(err, thrift.ErrTruncated) || probe == end-off {
+			return nil, 0, fmt.Errorf("%w: page header at %d: %w", ErrPlaintextParquet, off, err)
+		}
+	}
+}
+
+// Close returns the object's footer: the first file's FileMetaData with the
+// row groups of every file added, sealed and remapped, and their total
+// num_rows. The footer is not sealed yet (Footer.Seal). If no file was
+// added, Close fails.
+func (s *Sealer) Close() (*Footer, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.meta == nil {
+		return nil, s.fail(fmt.Errorf("%w: no file was added", ErrPlaintextParquet))
+	}
+	s.meta.Set(fmdRowGroups, thrift.ListOf(thrift.TypeStruct, s.rgs...))
+	s.meta.Set(fmdNumRows, thrift.I64(s.numRows))
+	f := &Footer{meta: s.meta}
+	s.err = fmt.Errorf("%w: Sealer closed", ErrLayout)
+	return f, nil
+}
+
+// AppendKeyValue appends a key-value entry to the footer's metadata. The
+// value is always written, even when empty (Section 11.8 relies on that
+// for the padding entry).
+func (f *Footer) AppendKeyValue(key string, value []byte) {
+	kv := thrift.NewStruct(
+		thrift.Field{ID: kvKey, Value: thrift.Binary([]byte(key))},
+		thrift.Field{ID: kvValue, Value: thrift.Binary(value)},
+	)
+	v := f.meta.Field(fmdKeyValueMetadata)
+	if v == nil || v.Type != thrift.TypeList {
+		f.meta.Set(fmdKeyValueMetadata, thrift.ListOf(thrift.TypeStruct, thrift.StructValue(kv)))
+		return
+	}
+	v.List.Items = append(v.List.Items, thrift.StructValue(kv))
+}

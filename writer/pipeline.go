@@ -1,0 +1,170 @@
+package writer
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/pme"
+)
+
+// pipeline encodes row groups in parallel and seals them in order.
+//
+// Each row group is encoded by arrow-go, on a goroutine of its own, into a
+// plaintext Parquet file in memory that holds only that row group (steps 1
+// and 2 of Section 11.12 overlap: row group i+1 encodes while row group i
+// is sealed). One goroutine takes the encoded files in row-group order and
+// hands them to the pme.Sealer, which seals their pages into the object's
+// data region and drops everything else, then clears the plaintext. At most
+// par row groups encode at once, and at most par+1 are held (encoding,
+// encoded and waiting, or being sealed), so the writer's memory stays
+// within about (par+1) row groups.
+type pipeline struct {
+	schema *arrow.Schema
+	cfg    config
+	sealer *pme.Sealer
+
+	slots   chan struct{} // row groups held: par+1
+	workers chan struct{} // row groups encoding: par
+	order   chan *job     // row groups in order, to the sealing goroutine
+	done    chan struct{}
+	sealed  atomic.Int64 // row groups sealed
+
+	mu       sync.Mutex
+	err      error
+	finished sync.Once
+}
+
+// job is one row group: its records, then its encoded plaintext file.
+type job struct {
+	recs  []arrow.RecordBatch
+	rows  int64
+	bytes int64 // Arrow bytes of recs, about
+	done  chan struct{}
+	file  *bytes.Buffer
+	err   error
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func newPipeline(schema *arrow.Schema, cfg config, sealer *pme.Sealer) *pipeline {
+	p := &pipeline{
+		schema: schema, cfg: cfg, sealer: sealer,
+		slots:   make(chan struct{}, cfg.parallelism+1),
+		workers: make(chan struct{}, cfg.parallelism),
+		order:   make(chan *job, cfg.parallelism+1),
+		done:    make(chan struct{}),
+	}
+	go p.seal()
+	return p
+}
+
+func (p *pipeline) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *pipeline) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+}
+
+// submit starts encoding a row group of recs, which it releases when done.
+// It blocks while par+1 row groups are held. It returns the pipeline's
+// first error, if any.
+func (p *pipeline) submit(recs []arrow.RecordBatch, rows, size int64) error {
+	if err := p.failed(); err != nil {
+		release(recs)
+		return err
+	}
+	p.slots <- struct{}{}
+	j := &job{recs: recs, rows: rows, bytes: size, done: make(chan struct{})}
+	p.order <- j
+	go func() {
+		p.workers <- struct{}{}
+		defer func() { <-p.workers }()
+		defer close(j.done)
+		j.file, j.err = p.encode(j)
+		release(j.recs)
+		j.recs = nil
+	}()
+	return nil
+}
+
+func release(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// encode writes the row group's records as a plaintext Parquet file that
+// holds them in one row group.
+func (p *pipeline) encode(j *job) (*bytes.Buffer, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Grow(int(min(j.bytes, 1<<30)) + 64<<10)
+	fw, err := pqarrow.NewFileWriter(p.schema, nopCloser{buf}, p.cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return buf, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	for _, r := range j.recs {
+		if err := fw.WriteBuffered(r); err != nil {
+			fw.Close()
+			return buf, fmt.Errorf("%w: %w", ErrEncode, err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return buf, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	return buf, nil
+}
+
+// seal takes the encoded row groups in order and seals them.
+func (p *pipeline) seal() {
+	defer close(p.done)
+	for j := range p.order {
+		<-j.done
+		err := j.err
+		if err == nil && p.failed() == nil {
+			b := j.file.Bytes()
+			err = p.sealer.AddFile(bytes.NewReader(b), int64(len(b)))
+		}
+		if j.file != nil {
+			clear(j.file.Bytes()) // plaintext does not outlive its sealing
+			j.file.Reset()
+			bufPool.Put(j.file)
+			j.file = nil
+		}
+		if err != nil {
+			p.fail(err)
+		} else {
+			p.sealed.Add(1)
+		}
+		<-p.slots
+	}
+}
+
+// finish waits until every row group submitted is sealed, and returns the
+// first error.
+func (p *pipeline) finish() error {
+	p.finished.Do(func() { close(p.order) })
+	<-p.done
+	return p.failed()
+}
+
+// abort stops the pipeline: row groups still encoding finish, and nothing
+// more is sealed.
+func (p *pipeline) abort(err error) {
+	p.fail(err)
+	p.finish()
+}
+
+type nopCloser struct{ *bytes.Buffer }
+
+func (nopCloser) Close() error { return nil }
