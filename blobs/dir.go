@@ -100,7 +100,7 @@ type hooks struct {
 }
 
 type idLock struct {
-	mu   sync.Mutex
+	ch   chan struct{} // holds a token while locked
 	refs int
 }
 
@@ -384,7 +384,10 @@ func (d *Dir) newOwner() (string, *fileLock, error) {
 // changes to object id: Commit, Delete and the sweeping of its outboard.
 // It waits for another holder until ctx is done.
 func (d *Dir) lockObject(ctx context.Context, id storageid.ID) (func(), error) {
-	unlock := d.lockID(id)
+	unlock, err := d.lockID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("locking object %s: %w", id, err)
+	}
 	l, err := lockFile(ctx, d.objectLockPath(id))
 	if err != nil {
 		unlock()
@@ -396,25 +399,35 @@ func (d *Dir) lockObject(ctx context.Context, id storageid.ID) (func(), error) {
 	}, nil
 }
 
-// lockID serialises the changes to one object within the process.
-func (d *Dir) lockID(id storageid.ID) func() {
+// lockID serialises the changes to one object within the process (so that
+// goroutines wait on a channel rather than poll the file lock), until ctx
+// is done.
+func (d *Dir) lockID(ctx context.Context, id storageid.ID) (func(), error) {
 	d.mu.Lock()
 	l := d.locks[id]
 	if l == nil {
-		l = new(idLock)
+		l = &idLock{ch: make(chan struct{}, 1)}
 		d.locks[id] = l
 	}
 	l.refs++
 	d.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
+	drop := func() {
 		d.mu.Lock()
 		if l.refs--; l.refs == 0 {
 			delete(d.locks, id)
 		}
 		d.mu.Unlock()
 	}
+	select {
+	case l.ch <- struct{}{}:
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
+	}
+	return func() {
+		<-l.ch
+		drop()
+	}, nil
 }
 
 func (d *Dir) step(name string) error {
