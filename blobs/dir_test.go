@@ -511,6 +511,24 @@ func BenchmarkImport(b *testing.B) {
 	}
 }
 
+// BenchmarkImportSmall imports 4 KiB objects: the fixed cost of an import
+// (its fsyncs, and the lock files that guard it against other processes).
+func BenchmarkImportSmall(b *testing.B) {
+	ctx := context.Background()
+	d, _ := openDir(b)
+	data := randBytes(4096, 11)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		i++
+		binary.LittleEndian.PutUint64(data, i) // a new object each time
+		if _, err := importBytes(ctx, d, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkVerifiedRead reads a 64 MiB object from a Dir in 1 MiB verified
 // ranges (the files in the page cache).
 func BenchmarkVerifiedRead(b *testing.B) {
