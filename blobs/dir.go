@@ -2,6 +2,8 @@ package blobs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,16 +21,30 @@ const (
 	dataExt     = ".data"
 	outboardExt = ".obao4"
 
-	// tempPrefix starts the name of every temporary file; no final name
-	// (64 hex digits and an extension) can start with it.
+	// tempPrefix starts the name of every temporary file: .tmp-<token>.data
+	// and .tmp-<token>.obao4 for an import, .tmp-<token>.marker for the
+	// marker file, and .tmp-<token>.lock, the lock that their owner holds.
+	// No final name (64 hex digits and an extension) can start with it.
 	tempPrefix = ".tmp-"
+	lockExt    = ".lock"
+	markerExt  = ".marker"
+
+	// objectLockPrefix starts the name of an object's lock file,
+	// .lock-<storage_id in hex>, which exists while a process holds it.
+	objectLockPrefix = ".lock-"
+
+	// markerName is the file that marks a directory as a store, holding
+	// markerLine.
+	markerName = "SOP-BLOB-STORE"
+	markerLine = "sop-pme blobs.Dir 1\n"
 )
 
 // A Dir is the embedded pure-Go blob store: a directory holding, for each
 // object, <storage_id in hex>.data (its exact bytes) and
 // <storage_id in hex>.obao4 (its pre-order BAO outboard with 16 KiB groups,
 // byte-identical to the file iroh-blobs' FsStore keeps, without a size
-// prefix). See SOP-PME-1 Sections 11.7 and 11.10.
+// prefix). See SOP-PME-1 Sections 11.7 and 11.10. A file named
+// SOP-BLOB-STORE marks the directory as a store (see [OpenDir]).
 //
 // A Dir implements Store, and verify.Source from those two files; it never
 // returns object bytes except inside a slice for verify to check.
@@ -36,15 +52,40 @@ const (
 // Only ciphertext is ever written to a Dir by this library: the writer
 // imports finished SOP-PME-1 objects, whose bytes are PME-encrypted.
 //
-// A Dir is safe for concurrent use by multiple goroutines, including
-// concurrent imports of the same bytes. A directory must be used by one
-// process at a time: OpenDir removes the temporary files of imports that
-// did not finish.
+// # Several goroutines, several processes
+//
+// A Dir is safe for concurrent use by multiple goroutines, and a store
+// directory may be opened by several processes at once (writers, readers
+// and the command line), each with its own Dir:
+//
+//   - An import stages its bytes in temporary files, .tmp-<token>.data and
+//     .tmp-<token>.obao4, owned through an exclusive lock on
+//     .tmp-<token>.lock that the importing process holds until Commit or
+//     Abort. Another process removes a temporary file (in [Dir.Sweep], which
+//     a read-write OpenDir runs) only once it can take that lock itself:
+//     when the owner finished, or died, since the kernel releases the locks
+//     of a process that dies, SIGKILL included. An import in progress is
+//     never removed.
+//   - Commit, [Dir.Delete], and the removal of an outboard whose data is
+//     missing, hold a lock on the object, .lock-<storage_id in hex>, across
+//     processes. Concurrent commits of the same object, a commit racing a
+//     Delete, and a sweep that finds a commit between its two renames
+//     therefore stay correct; and a visible .data file always has its
+//     outboard.
+//   - A Dir opened with [ReadOnly] never creates, locks, writes or removes
+//     anything; it can read a store it has no right to write.
+//
+// The locks are advisory file locks (flock(2); LockFileEx on Windows, through
+// github.com/gofrs/flock): they hold between processes on one machine and
+// on local file systems, not necessarily on network file systems. Every
+// process writing to a store must use this version of the package or a
+// later one: earlier ones removed every temporary file they found on open.
 type Dir struct {
-	path string
+	path     string
+	readOnly bool
 
 	mu    sync.Mutex
-	locks map[storageid.ID]*idLock // serialises the commits of each object
+	locks map[storageid.ID]*idLock // serialises the commits of each object within the process
 
 	hooks hooks // test hooks; zero in production
 }
@@ -53,13 +94,13 @@ type Dir struct {
 type hooks struct {
 	// wrapTemp wraps the writer of an import's temporary data file.
 	wrapTemp func(io.Writer) io.Writer
-	// fail, if set, is called at each step of Commit; an error it returns
-	// fails that step.
+	// fail, if set, is called at each step of Commit and Delete; an error
+	// it returns fails that step.
 	fail func(step string) error
 }
 
 type idLock struct {
-	mu   sync.Mutex
+	ch   chan struct{} // holds a token while locked
 	refs int
 }
 
@@ -68,34 +109,238 @@ var (
 	_ verify.Source = (*Dir)(nil)
 )
 
-// OpenDir opens the store in directory path, creating the directory if it
-// is missing, and removes the temporary files that imports interrupted by a
-// crash left behind.
-func OpenDir(path string) (*Dir, error) {
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, fmt.Errorf("blobs: opening store: %w", err)
+// A DirOption configures [OpenDir] and [CreateDir].
+type DirOption func(*dirConfig) error
+
+type dirConfig struct {
+	readOnly bool
+}
+
+// ReadOnly opens a store for reading only. Such a Dir never creates,
+// locks, writes or removes a file: Create, Delete and Sweep fail with an
+// error matching ErrReadOnly, and opening leaves the temporary files of
+// other processes' imports alone. It is what a command that only reads
+// (verify, read, check) should use. CreateDir refuses it.
+func ReadOnly() DirOption {
+	return func(c *dirConfig) error {
+		c.readOnly = true
+		return nil
 	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return nil, fmt.Errorf("blobs: opening store: %w", err)
-	}
-	names := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		names[e.Name()] = true
-	}
-	for _, e := range entries {
-		// Stray temporary files, and outboards whose data never got its
-		// name (a crash between the two renames of Commit).
-		name := e.Name()
-		stray := strings.HasPrefix(name, tempPrefix) ||
-			(strings.HasSuffix(name, outboardExt) && !names[strings.TrimSuffix(name, outboardExt)+dataExt])
-		if stray {
-			if err := os.Remove(filepath.Join(path, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("blobs: removing a stray file: %w", err)
-			}
+}
+
+func newDirConfig(opts []DirOption) (dirConfig, error) {
+	var c dirConfig
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return dirConfig{}, err
 		}
 	}
-	return &Dir{path: path, locks: make(map[storageid.ID]*idLock)}, nil
+	return c, nil
+}
+
+// OpenDir opens the existing store in directory path. It never creates
+// anything: a path that does not exist gives an error matching both
+// ErrNoStore and fs.ErrNotExist, so that a mistyped path does not become a
+// new, empty store. Use CreateDir to make a store.
+//
+// A directory is a store if it holds the marker file SOP-BLOB-STORE that
+// CreateDir writes. A directory without one is accepted only if it holds at
+// least one object file (<storage_id in hex>.data or .obao4), as the stores
+// written before the marker existed do; any other directory is refused with
+// an error matching ErrNoStore, so that a store is never opened, and swept,
+// in some unrelated directory.
+//
+// In read-write mode (the default), OpenDir runs Sweep, which removes the
+// temporary files of imports whose process finished or died, and nothing
+// that belongs to a live process. With ReadOnly it removes nothing.
+func OpenDir(path string, opts ...DirOption) (*Dir, error) {
+	cfg, err := newDirConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	marked, err := readMarker(path)
+	if err != nil {
+		return nil, err
+	}
+	if !marked {
+		objects, _, err := scanStore(path, true)
+		if err != nil {
+			return nil, err
+		}
+		if !objects {
+			return nil, fmt.Errorf("%w: %s has no %s file and holds no object (CreateDir makes a store)", ErrNoStore, path, markerName)
+		}
+	}
+	return openDir(path, cfg)
+}
+
+// CreateDir creates a store in directory path, with its parents, and opens
+// it read-write. If path is already a store, CreateDir opens it, and marks
+// it if it lacked the marker file. It makes a store of an existing
+// directory only if the directory is empty; otherwise it fails with an
+// error matching ErrNoStore. ReadOnly is refused (ErrReadOnly).
+func CreateDir(path string, opts ...DirOption) (*Dir, error) {
+	cfg, err := newDirConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.readOnly {
+		return nil, fmt.Errorf("blobs: creating a store: %w", ErrReadOnly)
+	}
+	_, statErr := os.Stat(path)
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, fmt.Errorf("blobs: creating a store: %w", err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// The new directory's name is durable before anything is put in it.
+		if err := syncDir(filepath.Dir(filepath.Clean(path))); err != nil {
+			return nil, fmt.Errorf("blobs: creating a store: %w", err)
+		}
+	}
+	marked, err := readMarker(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{path: path, locks: make(map[storageid.ID]*idLock)}
+	if !marked {
+		objects, others, err := scanStore(path, false)
+		if err != nil {
+			return nil, err
+		}
+		if !objects && others {
+			return nil, fmt.Errorf("%w: %s is neither empty nor a store", ErrNoStore, path)
+		}
+		if err := d.writeMarker(); err != nil {
+			return nil, err
+		}
+	}
+	return openDir(path, cfg)
+}
+
+func openDir(path string, cfg dirConfig) (*Dir, error) {
+	d := &Dir{path: path, readOnly: cfg.readOnly, locks: make(map[storageid.ID]*idLock)}
+	if !d.readOnly {
+		if err := d.Sweep(context.Background()); err != nil {
+			return nil, fmt.Errorf("blobs: opening %s: %w", path, err)
+		}
+	}
+	return d, nil
+}
+
+// readMarker reports whether path is a directory holding a valid marker
+// file. A directory without one is not an error; a missing path, a path
+// that is not a directory, and a marker of an unknown layout are, matching
+// ErrNoStore.
+func readMarker(path string) (bool, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("%w: %w", ErrNoStore, err)
+	} else if err != nil {
+		return false, fmt.Errorf("blobs: opening a store: %w", err)
+	}
+	if !fi.IsDir() {
+		return false, fmt.Errorf("%w: %s is not a directory", ErrNoStore, path)
+	}
+	f, err := os.Open(filepath.Join(path, markerName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("blobs: opening a store: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, len(markerLine))
+	if _, err := io.ReadFull(f, b); err != nil || string(b) != markerLine {
+		return false, fmt.Errorf("%w: %s: %s does not hold %q: an unknown layout", ErrNoStore, path, markerName, strings.TrimSpace(markerLine))
+	}
+	return true, nil
+}
+
+// scanStore reports whether the directory holds an object file, and
+// whether it holds any file other than object files and this package's
+// temporary and lock files. With firstObject it stops at the first object
+// file.
+func scanStore(path string, firstObject bool) (objects, others bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, false, fmt.Errorf("blobs: opening a store: %w", err)
+	}
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(256)
+		for _, e := range entries {
+			name := e.Name()
+			switch {
+			case isObjectName(name, dataExt) || isObjectName(name, outboardExt):
+				objects = true
+				if firstObject {
+					return true, others, nil
+				}
+			case strings.HasPrefix(name, tempPrefix), strings.HasPrefix(name, objectLockPrefix):
+			default:
+				others = true
+			}
+		}
+		if err == io.EOF {
+			return objects, others, nil
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("blobs: reading a store: %w", err)
+		}
+	}
+}
+
+// parseObjectName returns the storage_id that names the object file name,
+// <storage_id in 64 lowercase hex digits><ext>.
+func parseObjectName(name, ext string) (storageid.ID, bool) {
+	stem, ok := strings.CutSuffix(name, ext)
+	if !ok || len(stem) != 2*storageid.Size {
+		return storageid.ID{}, false
+	}
+	id, err := storageid.Parse(stem)
+	if err != nil || id.String() != stem {
+		return storageid.ID{}, false
+	}
+	return id, true
+}
+
+func isObjectName(name, ext string) bool {
+	_, ok := parseObjectName(name, ext)
+	return ok
+}
+
+// writeMarker writes the marker file atomically: a temporary file, synced,
+// renamed, and the directory synced.
+func (d *Dir) writeMarker() (err error) {
+	token, owner, err := d.newOwner()
+	if err != nil {
+		return fmt.Errorf("blobs: marking the store: %w", err)
+	}
+	tmp := d.tempPath(token, markerExt)
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+			err = fmt.Errorf("blobs: marking the store: %w", err)
+		}
+		owner.release()
+	}()
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(markerLine)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(d.path, markerName)); err != nil {
+		return err
+	}
+	return syncDir(d.path)
 }
 
 func (d *Dir) dataPath(id storageid.ID) string {
@@ -106,25 +351,83 @@ func (d *Dir) outboardPath(id storageid.ID) string {
 	return filepath.Join(d.path, id.String()+outboardExt)
 }
 
-// lockID serialises the commits of one object within the process.
-func (d *Dir) lockID(id storageid.ID) func() {
+func (d *Dir) objectLockPath(id storageid.ID) string {
+	return filepath.Join(d.path, objectLockPrefix+id.String())
+}
+
+func (d *Dir) tempPath(token, ext string) string {
+	return filepath.Join(d.path, tempPrefix+token+ext)
+}
+
+// newOwner picks a random token for temporary files and takes the lock
+// that owns them, .tmp-<token>.lock. The caller creates the temporary files
+// only after this, and removes them before it releases the lock.
+func (d *Dir) newOwner() (string, *fileLock, error) {
+	for range 4 {
+		var b [16]byte
+		rand.Read(b[:])
+		token := hex.EncodeToString(b[:])
+		l, ok, err := tryLockFile(d.tempPath(token, lockExt), true)
+		if err != nil {
+			return "", nil, err
+		}
+		if ok {
+			return token, l, nil
+		}
+		// A Sweep took the new lock file between its creation and our
+		// lock, and removed it: take another token.
+	}
+	return "", nil, errors.New("blobs: cannot take the lock of a temporary file")
+}
+
+// lockObject serialises, within the process and across processes, the
+// changes to object id: Commit, Delete and the sweeping of its outboard.
+// It waits for another holder until ctx is done.
+func (d *Dir) lockObject(ctx context.Context, id storageid.ID) (func(), error) {
+	unlock, err := d.lockID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("locking object %s: %w", id, err)
+	}
+	l, err := lockFile(ctx, d.objectLockPath(id))
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("locking object %s: %w", id, err)
+	}
+	return func() {
+		l.release()
+		unlock()
+	}, nil
+}
+
+// lockID serialises the changes to one object within the process (so that
+// goroutines wait on a channel rather than poll the file lock), until ctx
+// is done.
+func (d *Dir) lockID(ctx context.Context, id storageid.ID) (func(), error) {
 	d.mu.Lock()
 	l := d.locks[id]
 	if l == nil {
-		l = new(idLock)
+		l = &idLock{ch: make(chan struct{}, 1)}
 		d.locks[id] = l
 	}
 	l.refs++
 	d.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
+	drop := func() {
 		d.mu.Lock()
 		if l.refs--; l.refs == 0 {
 			delete(d.locks, id)
 		}
 		d.mu.Unlock()
 	}
+	select {
+	case l.ch <- struct{}{}:
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
+	}
+	return func() {
+		<-l.ch
+		drop()
+	}, nil
 }
 
 func (d *Dir) step(name string) error {
@@ -138,15 +441,26 @@ func (d *Dir) step(name string) error {
 // temporary file in the directory, hashed as they pass (one pass); Commit
 // makes them an object. ctx bounds only the creation. The caller must Commit
 // or Abort; Abort after Commit does nothing, so `defer p.Abort()` is safe.
+// The temporary files stay the process's own until then: no other process
+// removes them (see [Dir]). In a read-only Dir, Create fails with an error
+// matching ErrReadOnly.
 func (d *Dir) Create(ctx context.Context) (Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(d.path, tempPrefix+"*"+dataExt)
+	if d.readOnly {
+		return nil, fmt.Errorf("blobs: create: %w", ErrReadOnly)
+	}
+	token, owner, err := d.newOwner()
 	if err != nil {
 		return nil, fmt.Errorf("blobs: creating a temporary file: %w", err)
 	}
-	p := &pending{d: d, data: f, w: f}
+	f, err := os.OpenFile(d.tempPath(token, dataExt), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		owner.release()
+		return nil, fmt.Errorf("blobs: creating a temporary file: %w", err)
+	}
+	p := &pending{d: d, token: token, owner: owner, data: f, w: f}
 	if d.hooks.wrapTemp != nil {
 		p.w = d.hooks.wrapTemp(f)
 	}
@@ -155,7 +469,9 @@ func (d *Dir) Create(ctx context.Context) (Pending, error) {
 
 // pending is an import into a Dir.
 type pending struct {
-	d *Dir
+	d     *Dir
+	token string    // names the temporary files
+	owner *fileLock // owns them, until they are removed or renamed
 
 	mu       sync.Mutex
 	data     *os.File  // the temporary data file
@@ -191,14 +507,16 @@ func (p *pending) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-// Commit implements Pending. The sequence is: fsync the data file; write
-// and fsync the outboard file; rename the outboard to its final name and
-// fsync the directory; rename the data and fsync the directory again (so
-// that a visible .data file always has its outboard, even after a crash).
-// If the store already holds the object intact (verified against its
-// storage_id), the temporary file is discarded and the storage_id returned;
-// a damaged copy is replaced. On any error, including ctx being done, no
-// object becomes visible and the temporary files are removed.
+// Commit implements Pending. It holds the object's lock across processes
+// (see [Dir]) from the check below to the last rename. The sequence is:
+// fsync the data file; write and fsync the outboard file; rename the
+// outboard to its final name and fsync the directory; rename the data and
+// fsync the directory again (so that a visible .data file always has its
+// outboard, even after a crash). If the store already holds the object
+// intact (verified against its storage_id), the temporary file is
+// discarded and the storage_id returned; a damaged copy is replaced. On any
+// error, including ctx being done (while waiting for the object's lock
+// too), no object becomes visible and the temporary files are removed.
 func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -223,7 +541,13 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 		return storageid.ID{}, fmt.Errorf("blobs: commit: %w", err)
 	}
 	id, size := p.h.Sum()
-	unlock := d.lockID(id)
+	fail := func(step string, err error) (storageid.ID, error) {
+		return storageid.ID{}, fmt.Errorf("blobs: commit: %s: %w", step, err)
+	}
+	unlock, err := d.lockObject(ctx, id)
+	if err != nil {
+		return fail("waiting for another commit or delete", err)
+	}
 	defer unlock()
 
 	dataFinal, obFinal := d.dataPath(id), d.outboardPath(id)
@@ -235,16 +559,13 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 		}
 	}
 
-	fail := func(step string, err error) (storageid.ID, error) {
-		return storageid.ID{}, fmt.Errorf("blobs: commit: %s: %w", step, err)
-	}
 	if err := d.step("sync-data"); err != nil {
 		return fail("syncing data", err)
 	}
 	if err := p.data.Sync(); err != nil {
 		return fail("syncing data", err)
 	}
-	ob, err := os.CreateTemp(d.path, tempPrefix+"*"+outboardExt)
+	ob, err := os.OpenFile(d.tempPath(p.token, outboardExt), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fail("creating outboard", err)
 	}
@@ -280,7 +601,7 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 		err = syncDir(d.path)
 	}
 	if err != nil {
-		os.Remove(obFinal)
+		unpublish(dataFinal, obFinal)
 		return fail("syncing directory", err)
 	}
 	err = d.step("rename-data")
@@ -288,7 +609,7 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 		err = os.Rename(p.data.Name(), dataFinal)
 	}
 	if err != nil {
-		os.Remove(obFinal)
+		unpublish(dataFinal, obFinal)
 		return fail("publishing data", err)
 	}
 	p.dataRenamed = true
@@ -297,11 +618,19 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 		err = syncDir(d.path)
 	}
 	if err != nil {
-		os.Remove(dataFinal)
-		os.Remove(obFinal)
+		unpublish(dataFinal, obFinal)
 		return fail("syncing directory", err)
 	}
 	return id, nil
+}
+
+// unpublish undoes a failed Commit once its outboard has its final name:
+// the data first (ours, or the damaged copy that Commit was replacing,
+// which no longer has its own outboard), then the outboard, so that a
+// visible .data file keeps its outboard.
+func unpublish(dataFinal, obFinal string) {
+	os.Remove(dataFinal)
+	os.Remove(obFinal)
 }
 
 // removeTemps closes and removes the temporary files that remain.
@@ -323,6 +652,11 @@ func (p *pending) removeTemps() error {
 		}
 	}
 	p.data, p.outboard = nil, nil
+	// The lock goes last: until then no other process removes the files.
+	if p.owner != nil {
+		errs = append(errs, p.owner.release())
+		p.owner = nil
+	}
 	return errors.Join(errs...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,7 +35,7 @@ func randBytes(n int, seed uint64) []byte {
 func openDir(t testing.TB) (*blobs.Dir, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "store")
-	d, err := blobs.OpenDir(path)
+	d, err := blobs.CreateDir(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +74,12 @@ func files(t *testing.T, path string) []string {
 	return names
 }
 
-// wantFiles checks that the directory holds exactly the objects ids (a
-// .data and a .obao4 each) and nothing else, no temporary file in
-// particular.
+// wantFiles checks that the directory holds exactly the marker file and
+// the objects ids (a .data and a .obao4 each), and nothing else: no
+// temporary file and no lock file in particular.
 func wantFiles(t *testing.T, path string, ids ...storageid.ID) {
 	t.Helper()
-	var want []string
+	want := []string{"SOP-BLOB-STORE"}
 	seen := map[storageid.ID]bool{}
 	for _, id := range ids {
 		if !seen[id] {
@@ -346,7 +347,9 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
-// (e) Reopening a store removes the temporary files of unfinished imports.
+// (e) Reopening a store removes the temporary files of unfinished imports
+// whose owner is gone, and the outboards left without their data, but not
+// the files of an import still in progress, which then commits.
 func TestReopenCleansTemps(t *testing.T) {
 	ctx := context.Background()
 	d, path := openDir(t)
@@ -354,22 +357,40 @@ func TestReopenCleansTemps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := d.Create(ctx) // never committed: a crash
-	p.Write(randBytes(20000, 6))
-	if err := os.WriteFile(filepath.Join(path, ".tmp-crashed.obao4"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
+	live, _ := d.Create(ctx) // in progress: its owner (this process) holds its lock
+	live.Write(randBytes(20000, 6))
+	orphan := storageid.Sum([]byte("orphan"))
+	for _, name := range []string{
+		".tmp-crashed.obao4",               // no lock file: its owner is gone
+		".tmp-dead.data", ".tmp-dead.lock", // a free lock: its owner died
+		".tmp-123456789.data",      // a temporary file of an earlier version
+		".lock-" + id.String(),     // an object lock nobody holds
+		orphan.String() + ".obao4", // an outboard without its data
+	} {
+		if err := os.WriteFile(filepath.Join(path, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if len(files(t, path)) != 4 {
+	if len(files(t, path)) != 11 {
 		t.Fatalf("directory holds %q", files(t, path))
 	}
 	d2, err := blobs.OpenDir(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantFiles(t, path, id)
+	got := files(t, path)
+	if len(got) != 5 || !slices.Contains(got, id.String()+".data") || !slices.Contains(got, id.String()+".obao4") {
+		t.Fatalf("after reopening, the directory holds %q, want the object, the marker and the live import's data and lock", got)
+	}
 	if err := verify.Verify(ctx, d2, id); err != nil {
 		t.Fatal(err)
 	}
+	live.Write(randBytes(20000, 7))
+	id2, err := live.Commit(ctx)
+	if err != nil {
+		t.Fatalf("the import in progress during the reopen: %v", err)
+	}
+	wantFiles(t, path, id, id2)
 }
 
 // (g) Corrupting a stored object makes verified reads of that region fail,
@@ -487,6 +508,24 @@ func BenchmarkImport(b *testing.B) {
 		os.Remove(filepath.Join(path, id.String()+".data"))
 		os.Remove(filepath.Join(path, id.String()+".obao4"))
 		b.StartTimer()
+	}
+}
+
+// BenchmarkImportSmall imports 4 KiB objects: the fixed cost of an import
+// (its fsyncs, and the lock files that guard it against other processes).
+func BenchmarkImportSmall(b *testing.B) {
+	ctx := context.Background()
+	d, _ := openDir(b)
+	data := randBytes(4096, 11)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		i++
+		binary.LittleEndian.PutUint64(data, i) // a new object each time
+		if _, err := importBytes(ctx, d, data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

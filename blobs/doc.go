@@ -9,8 +9,14 @@
 // method of this package returns object bytes.
 //
 // [Dir] is the embedded pure-Go store, a directory laid out like iroh-blobs'
-// FsStore. The iroh-blobs store is in package blobs/iroh, behind the iroh
-// build tag.
+// FsStore. [CreateDir] makes one and [OpenDir] opens one, never creating
+// anything; with [ReadOnly] nothing is ever written or removed. Several
+// processes may share a directory store, writers, readers and the command
+// line alike: file locks keep an import in progress from being removed by
+// another process, and keep a commit, a [Dir.Delete] and a sweep of the
+// same object from interleaving (see [Dir]). [Dir.List] and [Dir.Delete]
+// manage its objects. The iroh-blobs store is in package blobs/iroh, behind
+// the iroh build tag.
 //
 // Only ciphertext is ever written to a store by this library: the writer
 // imports finished SOP-PME-1 objects, whose bytes are PME-encrypted (Section

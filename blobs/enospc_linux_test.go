@@ -26,7 +26,7 @@ func TestENOSPC(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	ctx := context.Background()
-	d, err := blobs.OpenDir(dir)
+	d, err := blobs.CreateDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,16 @@ import (
 // ErrNotFound is returned (wrapped) when a store does not hold a blob.
 var ErrNotFound = errors.New("blobs: blob not found")
 
+// ErrNoStore is returned (wrapped) when a store is opened where there is
+// none: a path that does not exist (the error then also matches
+// fs.ErrNotExist), a file that is not a directory, or a directory that is
+// not a store.
+var ErrNoStore = errors.New("blobs: no store")
+
+// ErrReadOnly is returned (wrapped) by the methods that would change a
+// store opened read-only.
+var ErrReadOnly = errors.New("blobs: store is read-only")
+
 // ErrClosed is returned (wrapped) by a Pending's Write and Commit after it
 // was committed or aborted.
 var ErrClosed = errors.New("blobs: pending object already committed or aborted")

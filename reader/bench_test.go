@@ -62,7 +62,7 @@ type scanBench struct {
 func newScanBench(b *testing.B) *scanBench {
 	rec := benchdata.Record(1_000_000, 1)
 	defer rec.Release()
-	st, err := blobs.OpenDir(b.TempDir())
+	st, err := blobs.CreateDir(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "sop-pme-example")
 	defer os.RemoveAll(dir)
-	store, _ := blobs.OpenDir(dir)
+	store, _ := blobs.CreateDir(dir)
 	ring, _ := keyring.Open(dir+"/keyring.json", keyring.NewKEK())
 
 	id := func(n int) arrow.Metadata {

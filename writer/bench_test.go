@@ -87,7 +87,7 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	})
 	b.Run("sop-pme-to-dir-store", func(b *testing.B) {
-		st, err := blobs.OpenDir(b.TempDir())
+		st, err := blobs.CreateDir(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	})
 	b.Run("ratio", func(b *testing.B) {
-		st, err := blobs.OpenDir(b.TempDir())
+		st, err := blobs.CreateDir(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func BenchmarkWriteLarge(b *testing.B) {
 	schema, rec := benchTable(500_000, 2)
 	defer rec.Release()
 	for b.Loop() {
-		st, err := blobs.OpenDir(b.TempDir())
+		st, err := blobs.CreateDir(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}

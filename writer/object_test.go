@@ -290,7 +290,7 @@ func TestNoPlaintextLeakInStore(t *testing.T) {
 	schema, rec := testTable(t, 2000, canary)
 	defer rec.Release()
 	dir := t.TempDir()
-	st, err := blobs.OpenDir(dir)
+	st, err := blobs.CreateDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,8 +325,8 @@ func TestNoPlaintextLeakInStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files != 2 {
-		t.Fatalf("store holds %d files, want the object's .data and .obao4", files)
+	if files != 3 {
+		t.Fatalf("store holds %d files, want its marker and the object's .data and .obao4", files)
 	}
 	if _, err := os.Stat(filepath.Join(dir, obj.StorageID.String()+".data")); err != nil {
 		t.Fatal(err)

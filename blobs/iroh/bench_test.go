@@ -61,7 +61,7 @@ func BenchmarkImport(b *testing.B) {
 		}
 	})
 	b.Run("dir", func(b *testing.B) {
-		d, err := blobs.OpenDir(b.TempDir())
+		d, err := blobs.CreateDir(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func BenchmarkSlice(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := blobs.OpenDir(b.TempDir())
+	d, err := blobs.CreateDir(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func BenchmarkVerify(b *testing.B) {
 	ctx := context.Background()
 	s := openStore(b, b.TempDir())
 	id := writeBlob(b, s, 903, size)
-	d, err := blobs.OpenDir(b.TempDir())
+	d, err := blobs.CreateDir(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

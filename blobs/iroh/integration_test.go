@@ -18,7 +18,7 @@ import (
 func TestSameAsDirStore(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
-	d, err := blobs.OpenDir(t.TempDir())
+	d, err := blobs.CreateDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

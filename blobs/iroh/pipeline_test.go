@@ -162,7 +162,7 @@ func TestPipeline(t *testing.T) {
 	if storageid.Sum(data) != obj.StorageID {
 		t.Fatal("iroh's storage_id is not the BLAKE3 of the object's bytes")
 	}
-	d, err := blobs.OpenDir(t.TempDir())
+	d, err := blobs.CreateDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

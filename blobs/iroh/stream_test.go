@@ -205,7 +205,7 @@ func TestStreamVerifyBoundedMemory(t *testing.T) {
 func TestStreamSameAsDirStore(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
-	d, err := blobs.OpenDir(t.TempDir())
+	d, err := blobs.CreateDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestStreamEarlyClose(t *testing.T) {
 func TestStreamConcurrent(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
-	d, err := blobs.OpenDir(t.TempDir())
+	d, err := blobs.CreateDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,8 +75,14 @@ type env struct {
 	ring  *keyring.Ring
 }
 
-func openEnv(dir string) (*env, error) {
-	store, err := blobs.OpenDir(dir)
+// openEnv opens the store in dir; only demo (write) may create it, the
+// other commands open it read-only.
+func openEnv(dir string, write bool) (*env, error) {
+	open := func() (*blobs.Dir, error) { return blobs.OpenDir(dir, blobs.ReadOnly()) }
+	if write {
+		open = func() (*blobs.Dir, error) { return blobs.CreateDir(dir) }
+	}
+	store, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +131,7 @@ func command(name string, args []string, extra func(*flag.FlagSet)) (*env, stora
 			return nil, id, err
 		}
 	}
-	e, err := openEnv(*dir)
+	e, err := openEnv(*dir, name == "demo")
 	return e, id, err
 }
 
