@@ -1,0 +1,168 @@
+package sopsql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/verify"
+)
+
+// A DB is an in-memory DuckDB database with sop_scan and sop_verify
+// registered over one store and one key resolver: what `sop-pme sql` runs
+// queries in. It is safe for concurrent use.
+type DB struct {
+	db   *sql.DB
+	src  verify.Source
+	keys reader.KeyResolver
+	cfg  config
+}
+
+// Open opens an in-memory DuckDB database (or the one WithDSN names),
+// registers sop_scan and sop_verify over src and keys (see Register) on it,
+// defines the sop_scan macro on every connection of its pool, and creates
+// the views given with WithView. Nothing of any object is read until a
+// query uses it.
+func Open(ctx context.Context, src verify.Source, keys reader.KeyResolver, opts ...Option) (*DB, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil || keys == nil {
+		return nil, fmt.Errorf("%w: nil source or key resolver", ErrOption)
+	}
+	// The first connection registers the functions and defines the macro
+	// (Register); every later one defines the macro when it opens.
+	var registered atomic.Bool
+	connector, err := duckdb.NewConnector(cfg.dsn, func(execer driver.ExecerContext) error {
+		if !registered.Load() {
+			return nil
+		}
+		return defineMacro(execer)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sopsql: opening DuckDB: %w", err)
+	}
+	d := &DB{db: sql.OpenDB(connector), src: src, keys: keys, cfg: cfg}
+	if err := d.init(ctx, opts, &registered); err != nil {
+		d.db.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *DB) init(ctx context.Context, opts []Option, registered *atomic.Bool) error {
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sopsql: connecting to DuckDB: %w", err)
+	}
+	defer conn.Close()
+	if err := Register(conn, d.src, d.keys, opts...); err != nil {
+		return err
+	}
+	registered.Store(true)
+	for _, v := range d.cfg.views {
+		if err := d.CreateView(ctx, v.name, v.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SQL returns the database/sql handle of the database, for queries that
+// stream their rows. Run them under a context from TrackErrors to match
+// verification errors with errors.Is.
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// CreateView creates (or replaces) the view name, defined as SELECT * FROM
+// sop_scan('<id>'). Creating it reads nothing; each query over it opens and
+// verifies the object anew.
+func (d *DB) CreateView(ctx context.Context, name string, id storageid.ID) error {
+	q := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM %s('%s')", quoteIdent(name), ScanFunction, id)
+	if _, err := d.db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("sopsql: creating view %q: %w", name, err)
+	}
+	return nil
+}
+
+// Verify checks every byte of object id against id (reader.Reader.Verify):
+// what sop_verify does, from Go.
+func (d *DB) Verify(ctx context.Context, id storageid.ID) error {
+	r, err := reader.Open(ctx, d.src, id, d.keys, d.cfg.readerOpts...)
+	if err != nil {
+		return err
+	}
+	return r.Verify(ctx)
+}
+
+// A Result is the complete result of a statement.
+type Result struct {
+	Columns []Column
+	Rows    [][]any // as duckdb-go scans them: nil for NULL
+}
+
+// A Column is a result column: its name and DuckDB type (as DuckDB spells
+// it, e.g. "DECIMAL(9,2)").
+type Column struct {
+	Name string
+	Type string
+}
+
+// Query runs one statement and returns its whole result (DuckDB
+// materialises it anyway). If it fails, the error is a *QueryError that
+// also wraps the Go errors sop_scan and sop_verify returned, so that
+// errors.Is(err, verify.ErrVerify) reports a verification failure; no row
+// is returned then.
+func (d *DB) Query(ctx context.Context, query string, args ...any) (*Result, error) {
+	ctx, wrap := TrackErrors(ctx)
+	res, err := d.query(ctx, query, args)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return res, nil
+}
+
+func (d *DB) query(ctx context.Context, query string, args []any) (*Result, error) {
+	rows, err := d.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: make([]Column, len(types))}
+	for i, t := range types {
+		res.Columns[i] = Column{Name: t.Name(), Type: t.DatabaseTypeName()}
+	}
+	ptrs := make([]any, len(types))
+	for rows.Next() {
+		row := make([]any, len(types))
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// quoteIdent quotes s as a DuckDB identifier.
+func quoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}

@@ -1,0 +1,574 @@
+package sopsql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/verify"
+)
+
+// Names of the table functions Register installs.
+const (
+	ScanFunction   = "sop_scan"
+	VerifyFunction = "sop_verify"
+	// ScanImplFunction is the table function behind the sop_scan macro:
+	// sop_scan_impl(storage_id VARCHAR, row_groups VARCHAR, batch_size
+	// BIGINT), where row_groups is '' (every row group) or a list cast to
+	// VARCHAR ('[0, 2]'), and batch_size 0 is the reader's default.
+	//
+	// duckdb-go v2.10506.0 fails the bind of a table function when a named
+	// argument is left out ("unsupported data type: INVALID"; duckdb/duckdb-go
+	// pull request 130, open) and cannot read a LIST argument, so the named
+	// arguments of sop_scan are those of a table macro.
+	ScanImplFunction = "sop_scan_impl"
+)
+
+// scanMacro defines sop_scan, with its named arguments, over sop_scan_impl.
+// It is a TEMP macro: it lives in the connection, not in the database, so
+// that it is never written into a database file.
+const scanMacro = `CREATE OR REPLACE TEMP MACRO ` + ScanFunction + `(storage_id, row_groups := NULL, batch_size := NULL) AS TABLE
+	SELECT * FROM ` + ScanImplFunction + `(storage_id, coalesce(CAST(row_groups AS VARCHAR), ''), coalesce(batch_size, 0))`
+
+// An Option configures Register and Open.
+type Option func(*config) error
+
+type config struct {
+	readerOpts []reader.Option
+	views      []view
+	dsn        string
+}
+
+type view struct {
+	name string
+	id   storageid.ID
+}
+
+// WithReaderOptions passes options to reader.Open for every object a
+// function opens (for example reader.WithMaxFooterSize).
+func WithReaderOptions(opts ...reader.Option) Option {
+	return func(c *config) error {
+		c.readerOpts = append(c.readerOpts, opts...)
+		return nil
+	}
+}
+
+// WithView makes Open create a view name, defined as SELECT * FROM
+// sop_scan('<id>'). A view reads nothing until a query uses it; each query
+// opens and verifies the object anew.
+func WithView(name string, id storageid.ID) Option {
+	return func(c *config) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty view name", ErrOption)
+		}
+		c.views = append(c.views, view{name, id})
+		return nil
+	}
+}
+
+// WithDSN makes Open open the DuckDB database dsn (a file path, with
+// duckdb-go's ?option=value settings) instead of a fresh in-memory one.
+func WithDSN(dsn string) Option {
+	return func(c *config) error {
+		c.dsn = dsn
+		return nil
+	}
+}
+
+func newConfig(opts []Option) (config, error) {
+	var cfg config
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// Register installs two table functions on the DuckDB database conn belongs
+// to (table functions live in DuckDB's system catalog: every connection of
+// the database sees them), and the sop_scan macro on conn only (a TEMP
+// macro, never written to a database file; Open defines it on every
+// connection of its pool).
+//
+//	sop_scan('<storage_id>' [, row_groups := [i, ...]] [, batch_size := n])
+//
+// returns the rows of the object src holds under storage_id (hex, or iroh
+// base32), read with reader.Open and reader.Reader.Scan: every byte is
+// verified against storage_id before it is decrypted, decoded or given to
+// DuckDB (SOP-PME-1 Section 11.10). keys resolves the DEK by storage_id
+// (Section 11.5). row_groups restricts the scan to those row groups (indices
+// from 0, no repeats); batch_size sets the most rows per Arrow record the
+// reader decodes at once. Each query opens the object anew.
+//
+// Projection pushdown: a query reads the footer and the column chunks of
+// the columns it uses (a count(*) reads one column's chunks, to count the
+// rows they hold), no others. An object whose top-level fields lack Parquet
+// field IDs (a DuckDB file written without FIELD_IDS) is read whole.
+//
+// Parallelism: each DuckDB thread reads the next row group nobody has read
+// yet, so a query runs on up to as many threads as it reads row groups.
+//
+// Types: each column has the DuckDB type read_parquet gives the same
+// Parquet column; see the table in types.go. A column of a type with no
+// mapping fails the bind with ErrType.
+//
+// Nothing comes from footer metadata: sop_scan reports no cardinality and no
+// statistics to DuckDB, so every count, min, max and filter is computed
+// from the rows it produces.
+//
+//	sop_verify('<storage_id>')
+//
+// checks every byte of the object against storage_id (reader.Reader.Verify)
+// and returns one row (storage_id VARCHAR, size BIGINT, verified BOOLEAN),
+// or fails with the verification error. It is the only way an object counts
+// as verified here: sop_scan never reports one so (Section 11.10).
+//
+// Errors cross DuckDB's C API as text: a query through database/sql fails
+// with a *duckdb.Error whose message carries the Go error's text. Run the
+// query under a context from TrackErrors (DB.Query does) to get the Go
+// errors back for errors.Is.
+func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts ...Option) error {
+	if conn == nil || src == nil || keys == nil {
+		return fmt.Errorf("%w: nil connection, source or key resolver", ErrOption)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts}
+	bigint := typeInfo(duckdb.TYPE_BIGINT)
+	scan := duckdb.ParallelChunkTableFunction{
+		Config: duckdb.TableFunctionConfig{
+			Arguments: []duckdb.TypeInfo{typeInfo(duckdb.TYPE_VARCHAR), typeInfo(duckdb.TYPE_VARCHAR), bigint},
+		},
+		BindArgumentsContext: fn.bindScan,
+	}
+	if err := duckdb.RegisterTableUDF(conn, ScanImplFunction, scan); err != nil {
+		return fmt.Errorf("sopsql: registering %s: %w", ScanImplFunction, err)
+	}
+	ver := duckdb.RowTableFunction{
+		Config:               duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{typeInfo(duckdb.TYPE_VARCHAR)}},
+		BindArgumentsContext: fn.bindVerify,
+	}
+	if err := duckdb.RegisterTableUDF(conn, VerifyFunction, ver); err != nil {
+		return fmt.Errorf("sopsql: registering %s: %w", VerifyFunction, err)
+	}
+	return conn.Raw(func(c any) error {
+		execer, ok := c.(driver.ExecerContext)
+		if !ok {
+			return fmt.Errorf("%w: connection %T is not a DuckDB connection", ErrOption, c)
+		}
+		return defineMacro(execer)
+	})
+}
+
+// defineMacro defines the sop_scan macro on a connection. DuckDB binds a
+// table macro's body when it is created, so sop_scan_impl must be
+// registered first.
+func defineMacro(execer driver.ExecerContext) error {
+	if _, err := execer.ExecContext(context.Background(), scanMacro, nil); err != nil {
+		return fmt.Errorf("sopsql: creating the %s macro: %w", ScanFunction, err)
+	}
+	return nil
+}
+
+// functions holds what the table functions read objects with.
+type functions struct {
+	src        verify.Source
+	keys       reader.KeyResolver
+	readerOpts []reader.Option
+}
+
+// open parses a storage_id argument and opens the object.
+func (fn *functions) open(ctx context.Context, args []any) (*reader.Reader, error) {
+	if len(args) < 1 {
+		return nil, fmt.Errorf("%w: want a storage_id argument", ErrArgument)
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("%w: storage_id must be a string", ErrArgument)
+	}
+	id, err := storageid.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: storage_id %q: %w", ErrArgument, s, err)
+	}
+	return reader.Open(ctx, fn.src, id, fn.keys, fn.readerOpts...)
+}
+
+func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ...any) (_ duckdb.ParallelChunkTableSource, err error) {
+	sink := sinkFrom(ctx)
+	defer func() { sink.add(err) }()
+	r, err := fn.open(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	s := &scanSource{ctx: ctx, r: r, sink: sink}
+	if s.cols, err = columns(r.Schema()); err != nil {
+		return nil, fmt.Errorf("sopsql: object %s: %w", r.ID(), err)
+	}
+	if len(s.cols) == 0 {
+		return nil, fmt.Errorf("%w: object %s has no columns", ErrType, r.ID())
+	}
+	if len(args) != 3 {
+		return nil, fmt.Errorf("%w: %d arguments", ErrArgument, len(args))
+	}
+	list, _ := args[1].(string)
+	if s.rowGroups, err = rowGroups(list, r.NumRowGroups()); err != nil {
+		return nil, err
+	}
+	if n, ok := args[2].(int64); !ok || n < 0 {
+		return nil, fmt.Errorf("%w: batch_size %v", ErrArgument, args[2])
+	} else if n > 0 {
+		s.batch = n
+	}
+	return s, nil
+}
+
+// rowGroups parses the row_groups argument as the macro passes it: "" for
+// every row group, or a list cast to VARCHAR, such as "[0, 2]".
+func rowGroups(arg string, n int) ([]int, error) {
+	if arg == "" {
+		rgs := make([]int, n)
+		for i := range rgs {
+			rgs[i] = i
+		}
+		return rgs, nil
+	}
+	list, open := strings.CutPrefix(arg, "[")
+	list, closed := strings.CutSuffix(list, "]")
+	if !open || !closed || strings.TrimSpace(list) == "" {
+		return nil, fmt.Errorf("%w: row_groups %s: want a non-empty list of row group indices", ErrArgument, arg)
+	}
+	var rgs []int
+	for _, v := range strings.Split(list, ",") {
+		i, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || i < 0 || i >= int64(n) {
+			return nil, fmt.Errorf("%w: row group %q of %d", ErrArgument, v, n)
+		}
+		if slices.Contains(rgs, int(i)) {
+			return nil, fmt.Errorf("%w: row group %d given twice", ErrArgument, i)
+		}
+		rgs = append(rgs, int(i))
+	}
+	return rgs, nil
+}
+
+// scanSource is one sop_scan in one query: duckdb-go's parallel chunk table
+// source. DuckDB calls FillChunk from several threads, each with its own
+// local state.
+type scanSource struct {
+	ctx       context.Context
+	r         *reader.Reader
+	cols      []column
+	rowGroups []int
+	batch     int64
+	sink      *errSink
+
+	next   atomic.Int64 // the next index into rowGroups to read
+	locals atomic.Int32 // local states made (one per thread)
+
+	projOnce sync.Once
+	proj     projection
+}
+
+// projection is what every thread of the query reads: the DuckDB column of
+// each column of the records the reader returns.
+type projection struct {
+	opts []reader.ScanOption
+	out  []int // column of the records → column of sop_scan, or -1: read only to count rows
+}
+
+// scanLocal is a thread's state: the row group it is reading.
+type scanLocal struct {
+	rr  array.RecordReader
+	rec arrow.RecordBatch
+	off int // rows of rec already given to DuckDB
+}
+
+func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo {
+	infos := make([]duckdb.ColumnInfo, len(s.cols))
+	for i, c := range s.cols {
+		infos[i] = duckdb.ColumnInfo{Name: c.name, T: c.info}
+	}
+	return infos
+}
+
+// Cardinality returns nil: the only row counts an object states are footer
+// metadata, which are not answers (Section 11.10), and DuckDB may answer a
+// count(*) from an exact cardinality.
+func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return nil }
+
+func (s *scanSource) Init() duckdb.ParallelTableSourceInfo {
+	return duckdb.ParallelTableSourceInfo{MaxThreads: max(1, len(s.rowGroups))}
+}
+
+func (s *scanSource) NewLocalState() any {
+	s.locals.Add(1)
+	return &scanLocal{}
+}
+
+// FillChunk fills ch with the next rows of the thread's row group, starting
+// the next unread row group when it is done, and sets ch's size to 0 when
+// no row group is left.
+func (s *scanSource) FillChunk(state any, ch duckdb.DataChunk) (err error) {
+	defer func() {
+		// A panic must not cross the cgo callback into DuckDB.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sopsql: internal error in %s: %v", ScanFunction, p)
+		}
+		s.sink.add(err)
+	}()
+	ls, ok := state.(*scanLocal)
+	if !ok {
+		return fmt.Errorf("sopsql: internal error: local state %T", state)
+	}
+	s.projOnce.Do(func() { s.proj = s.project(&ch) })
+	for ls.rec == nil || ls.off >= int(ls.rec.NumRows()) {
+		ls.rec, ls.off = nil, 0
+		if ls.rr != nil {
+			if ls.rr.Next() {
+				ls.rec = ls.rr.RecordBatch()
+				if err := s.checkRecord(ls.rec); err != nil {
+					ls.close()
+					return err
+				}
+				continue
+			}
+			err := ls.rr.Err()
+			ls.close()
+			if err != nil {
+				return fmt.Errorf("sopsql: object %s: %w", s.r.ID(), err)
+			}
+		}
+		i := s.next.Add(1) - 1
+		if i >= int64(len(s.rowGroups)) {
+			return ch.SetSize(0)
+		}
+		opts := append(slices.Clip(s.proj.opts), reader.WithRowGroups(s.rowGroups[i]))
+		if s.batch > 0 {
+			opts = append(opts, reader.WithBatchSize(s.batch))
+		}
+		if ls.rr, err = s.r.Scan(s.ctx, opts...); err != nil {
+			return fmt.Errorf("sopsql: object %s: %w", s.r.ID(), err)
+		}
+	}
+	n := min(int(ls.rec.NumRows())-ls.off, duckdb.GetDataChunkCapacity())
+	for k, out := range s.proj.out {
+		if out < 0 {
+			continue
+		}
+		if err := s.cols[out].fill(ch, out, ls.rec.Column(k), ls.off, n); err != nil {
+			ls.close()
+			return fmt.Errorf("sopsql: object %s, column %q: %w", s.r.ID(), s.cols[out].name, err)
+		}
+	}
+	ls.off += n
+	return ch.SetSize(n)
+}
+
+// project works out, from the first output chunk, which columns DuckDB wants
+// (duckdb-go does not write the others, and GetVector fails for them), and
+// how to have the reader fetch only those.
+func (s *scanSource) project(ch *duckdb.DataChunk) projection {
+	var want []int
+	for i := range s.cols {
+		if _, err := ch.GetVector(i); err == nil {
+			want = append(want, i)
+		}
+	}
+	if len(want) == 0 {
+		// count(*): the rows must still be read and counted (Section
+		// 11.10). One column is enough; a flat one holds fewer values.
+		c := s.countColumn()
+		if c < 0 {
+			return projection{out: fill(len(s.cols), -1)}
+		}
+		return projection{opts: []reader.ScanOption{reader.WithFields(s.cols[c].id)}, out: []int{-1}}
+	}
+	ids := make([]int32, 0, len(want))
+	for _, i := range want {
+		if !s.cols[i].hasID {
+			// Without field IDs the reader cannot project: read every
+			// column and hand DuckDB the ones it wants.
+			out := fill(len(s.cols), -1)
+			for _, i := range want {
+				out[i] = i
+			}
+			return projection{out: out}
+		}
+		ids = append(ids, s.cols[i].id)
+	}
+	// The reader returns the projected fields in schema order.
+	return projection{opts: []reader.ScanOption{reader.WithFields(ids...)}, out: want}
+}
+
+// countColumn returns a column with a field ID to count rows with,
+// preferring a flat one, or -1.
+func (s *scanSource) countColumn() int {
+	best := -1
+	for i, c := range s.cols {
+		if !c.hasID {
+			continue
+		}
+		if !arrow.IsNested(c.dt.ID()) {
+			return i
+		}
+		if best < 0 {
+			best = i
+		}
+	}
+	return best
+}
+
+func fill(n, v int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// checkRecord checks that rec has the columns the projection expects.
+func (s *scanSource) checkRecord(rec arrow.RecordBatch) error {
+	if int(rec.NumCols()) != len(s.proj.out) {
+		return fmt.Errorf("%w: object %s: record of %d columns, want %d", ErrData, s.r.ID(), rec.NumCols(), len(s.proj.out))
+	}
+	for k, out := range s.proj.out {
+		if out >= 0 && !arrow.TypeEqual(rec.Column(k).DataType(), s.cols[out].dt) {
+			return fmt.Errorf("%w: object %s: column %q is %s, want %s", ErrData, s.r.ID(), s.cols[out].name, rec.Column(k).DataType(), s.cols[out].dt)
+		}
+	}
+	return nil
+}
+
+// close releases the row group being read; the reader clears its plaintext.
+func (ls *scanLocal) close() {
+	if ls.rr != nil {
+		ls.rr.Release()
+	}
+	ls.rr, ls.rec, ls.off = nil, nil, 0
+}
+
+func (fn *functions) bindVerify(ctx context.Context, _ map[string]any, args ...any) (_ duckdb.RowTableSource, err error) {
+	sink := sinkFrom(ctx)
+	defer func() { sink.add(err) }()
+	r, err := fn.open(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	// The whole object is checked here, at bind time, so that a failure
+	// fails the query before it starts.
+	if err := r.Verify(ctx); err != nil {
+		return nil, fmt.Errorf("sopsql: verifying %s: %w", r.ID(), err)
+	}
+	if !r.Verified() {
+		return nil, fmt.Errorf("sopsql: internal error: %s not verified after Verify", r.ID())
+	}
+	return &verifySource{r: r}, nil
+}
+
+// verifySource is the one row of sop_verify.
+type verifySource struct {
+	r    *reader.Reader
+	done bool
+}
+
+func (v *verifySource) ColumnInfos() []duckdb.ColumnInfo {
+	return []duckdb.ColumnInfo{
+		{Name: "storage_id", T: typeInfo(duckdb.TYPE_VARCHAR)},
+		{Name: "size", T: typeInfo(duckdb.TYPE_BIGINT)},
+		{Name: "verified", T: typeInfo(duckdb.TYPE_BOOLEAN)},
+	}
+}
+
+func (v *verifySource) Cardinality() *duckdb.CardinalityInfo {
+	return &duckdb.CardinalityInfo{Cardinality: 1, Exact: true}
+}
+
+func (v *verifySource) Init() {}
+
+func (v *verifySource) FillRow(row duckdb.Row) (bool, error) {
+	if v.done {
+		return false, nil
+	}
+	v.done = true
+	for i, val := range []any{v.r.ID().String(), v.r.Size(), v.r.Verified()} {
+		if err := duckdb.SetRowValue(row, i, val); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// errSink collects the errors the table functions return during one query.
+type errSink struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+type sinkKey struct{}
+
+func sinkFrom(ctx context.Context) *errSink {
+	s, _ := ctx.Value(sinkKey{}).(*errSink)
+	return s
+}
+
+func (s *errSink) add(err error) {
+	if s == nil || err == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.errs) < 8 && !slices.ContainsFunc(s.errs, func(e error) bool { return e.Error() == err.Error() }) {
+		s.errs = append(s.errs, err)
+	}
+}
+
+func (s *errSink) get() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.errs)
+}
+
+// TrackErrors returns a context to run a query under through database/sql,
+// and a function that turns the query's error into a *QueryError carrying
+// the Go errors sop_scan and sop_verify returned under that context, so
+// that errors.Is(err, verify.ErrVerify) works. DuckDB passes a table
+// function's error to the driver as text only. The function returns nil for
+// a nil error.
+func TrackErrors(ctx context.Context) (context.Context, func(error) error) {
+	sink := &errSink{}
+	return context.WithValue(ctx, sinkKey{}, sink), func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return &QueryError{Err: err, Cause: sink.get()}
+	}
+}
+
+// A QueryError is a failed query: Err as the driver reported it, and the
+// errors the table functions returned (in the order they happened), which
+// DuckDB passed on as text only.
+type QueryError struct {
+	Err   error
+	Cause []error
+}
+
+func (e *QueryError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err and the causes, for errors.Is and errors.As.
+func (e *QueryError) Unwrap() []error { return append([]error{e.Err}, e.Cause...) }
+
+var _ interface{ Unwrap() []error } = (*QueryError)(nil)

@@ -1,0 +1,538 @@
+package sopsql
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/float16"
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/sovm/sop-pme/writer"
+)
+
+// This file maps the Arrow types the reader returns to the DuckDB types that
+// DuckDB's own read_parquet gives the same Parquet columns, and writes Arrow
+// values into DuckDB vectors.
+//
+// The reader returns the Arrow types pqarrow derives from the Parquet schema
+// (and the Arrow schema stored in the footer, when the writer stored one);
+// read_parquet derives its types from the Parquet schema alone. The mapping
+// below is read_parquet's, measured on DuckDB 1.5.6 (the equivalence tests
+// compare DESCRIBE output):
+//
+//	int8..int64, uint8..uint64     TINYINT..BIGINT, UTINYINT..UBIGINT
+//	float16, float32, float64      FLOAT, FLOAT, DOUBLE
+//	decimal128(p, s)               DECIMAL(p, s)
+//	decimal256(p, s), p > 38       DOUBLE
+//	bool                           BOOLEAN
+//	string, large_string, view     VARCHAR
+//	binary, large_binary, view,
+//	fixed_size_binary              BLOB
+//	date32, date64                 DATE
+//	time32[s|ms], time64[us]       TIME
+//	timestamp[s|ms|us]             TIMESTAMP (microseconds)
+//	timestamp[ns]                  TIMESTAMP_NS
+//	timestamp[any unit, tz]        TIMESTAMP WITH TIME ZONE (microseconds;
+//	                               nanoseconds truncated toward zero)
+//	null                           INTEGER (every value NULL)
+//	list, large_list,
+//	fixed_size_list                LIST
+//	struct                         STRUCT
+//	map                            MAP
+//	dictionary                     the type of its values
+//
+// time64[ns] (DuckDB's TIME_NS) has no writer in duckdb-go v2.10506.0 and is
+// refused with ErrType, as are types read_parquet never produces.
+
+// A column is a top-level field of an object as sop_scan returns it.
+type column struct {
+	name  string
+	dt    arrow.DataType
+	info  duckdb.TypeInfo
+	id    int32 // Parquet field ID, if hasID
+	hasID bool
+	fill  fillFunc
+}
+
+// fillFunc writes the elements [off, off+n) of arr as rows 0..n-1 of column
+// col of ch.
+type fillFunc func(ch duckdb.DataChunk, col int, arr arrow.Array, off, n int) error
+
+// valueFunc returns the non-null element i of arr as the Go value duckdb-go
+// writes into a vector of the column's DuckDB type (used inside lists,
+// structs, maps and dictionaries).
+type valueFunc func(arr arrow.Array, i int) (any, error)
+
+// A conv converts one Arrow type to its DuckDB type.
+type conv struct {
+	info  duckdb.TypeInfo
+	value valueFunc
+	fill  fillFunc
+}
+
+// columns maps the top-level fields of schema to sop_scan's columns.
+func columns(schema *arrow.Schema) ([]column, error) {
+	cols := make([]column, schema.NumFields())
+	for i, f := range schema.Fields() {
+		c, err := newConv(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		cols[i] = column{name: f.Name, dt: f.Type, info: c.info, fill: c.fill}
+		// pqarrow gives a field without a field ID the ID -1.
+		if v, ok := f.Metadata.GetValue(writer.FieldIDKey); ok {
+			id, err := strconv.ParseInt(v, 10, 32)
+			if err == nil && id >= 0 {
+				cols[i].id, cols[i].hasID = int32(id), true
+			}
+		}
+	}
+	return cols, nil
+}
+
+func typeInfo(t duckdb.Type) duckdb.TypeInfo {
+	info, err := duckdb.NewTypeInfo(t)
+	if err != nil {
+		// Only called with the primitive types NewTypeInfo accepts.
+		panic("sopsql: internal error: " + err.Error())
+	}
+	return info
+}
+
+func same[V any](v V) (V, error) { return v, nil }
+
+// newConv returns the conversion of Arrow type dt.
+func newConv(dt arrow.DataType) (conv, error) {
+	switch dt := dt.(type) {
+	case *arrow.BooleanType:
+		return prim[*array.Boolean](duckdb.TYPE_BOOLEAN, same[bool]), nil
+	case *arrow.Int8Type:
+		return prim[*array.Int8](duckdb.TYPE_TINYINT, same[int8]), nil
+	case *arrow.Int16Type:
+		return prim[*array.Int16](duckdb.TYPE_SMALLINT, same[int16]), nil
+	case *arrow.Int32Type:
+		return prim[*array.Int32](duckdb.TYPE_INTEGER, same[int32]), nil
+	case *arrow.Int64Type:
+		return prim[*array.Int64](duckdb.TYPE_BIGINT, same[int64]), nil
+	case *arrow.Uint8Type:
+		return prim[*array.Uint8](duckdb.TYPE_UTINYINT, same[uint8]), nil
+	case *arrow.Uint16Type:
+		return prim[*array.Uint16](duckdb.TYPE_USMALLINT, same[uint16]), nil
+	case *arrow.Uint32Type:
+		return prim[*array.Uint32](duckdb.TYPE_UINTEGER, same[uint32]), nil
+	case *arrow.Uint64Type:
+		return prim[*array.Uint64](duckdb.TYPE_UBIGINT, same[uint64]), nil
+	case *arrow.Float16Type:
+		return prim[*array.Float16](duckdb.TYPE_FLOAT, func(v float16.Num) (float32, error) { return v.Float32(), nil }), nil
+	case *arrow.Float32Type:
+		return prim[*array.Float32](duckdb.TYPE_FLOAT, same[float32]), nil
+	case *arrow.Float64Type:
+		return prim[*array.Float64](duckdb.TYPE_DOUBLE, same[float64]), nil
+	case *arrow.StringType:
+		return prim[*array.String](duckdb.TYPE_VARCHAR, same[string]), nil
+	case *arrow.LargeStringType:
+		return prim[*array.LargeString](duckdb.TYPE_VARCHAR, same[string]), nil
+	case *arrow.StringViewType:
+		return prim[*array.StringView](duckdb.TYPE_VARCHAR, same[string]), nil
+	case *arrow.BinaryType:
+		return prim[*array.Binary](duckdb.TYPE_BLOB, same[[]byte]), nil
+	case *arrow.LargeBinaryType:
+		return prim[*array.LargeBinary](duckdb.TYPE_BLOB, same[[]byte]), nil
+	case *arrow.BinaryViewType:
+		return prim[*array.BinaryView](duckdb.TYPE_BLOB, same[[]byte]), nil
+	case *arrow.FixedSizeBinaryType:
+		return prim[*array.FixedSizeBinary](duckdb.TYPE_BLOB, same[[]byte]), nil
+	case *arrow.Decimal128Type:
+		return decimalConv(dt)
+	case *arrow.Decimal256Type:
+		if dt.Precision <= 38 {
+			break // pqarrow reads these as decimal128; read_parquet as DECIMAL
+		}
+		scale := dt.Scale
+		return prim[*array.Decimal256](duckdb.TYPE_DOUBLE, func(v decimal256.Num) (float64, error) {
+			return decimalToFloat(v.BigInt(), scale), nil
+		}), nil
+	case *arrow.Date32Type:
+		return prim[*array.Date32](duckdb.TYPE_DATE, func(v arrow.Date32) (time.Time, error) {
+			return time.Unix(int64(v)*86400, 0).UTC(), nil
+		}), nil
+	case *arrow.Date64Type:
+		// The Parquet column holds days; pqarrow writes ms / 86_400_000.
+		return prim[*array.Date64](duckdb.TYPE_DATE, func(v arrow.Date64) (time.Time, error) {
+			return time.Unix(int64(v)/86_400_000*86400, 0).UTC(), nil
+		}), nil
+	case *arrow.Time32Type:
+		mul := int64(1000) // milliseconds to microseconds
+		if dt.Unit == arrow.Second {
+			mul = 1_000_000
+		}
+		return prim[*array.Time32](duckdb.TYPE_TIME, func(v arrow.Time32) (time.Time, error) {
+			return time.UnixMicro(int64(v) * mul).UTC(), nil
+		}), nil
+	case *arrow.Time64Type:
+		if dt.Unit != arrow.Microsecond {
+			return conv{}, fmt.Errorf("%w: %s (DuckDB TIME_NS)", ErrType, dt)
+		}
+		return prim[*array.Time64](duckdb.TYPE_TIME, func(v arrow.Time64) (time.Time, error) {
+			return time.UnixMicro(int64(v)).UTC(), nil
+		}), nil
+	case *arrow.TimestampType:
+		return timestampConv(dt), nil
+	case *arrow.NullType:
+		return conv{
+			info:  typeInfo(duckdb.TYPE_INTEGER),
+			value: func(arrow.Array, int) (any, error) { return nil, nil },
+			fill: func(ch duckdb.DataChunk, col int, _ arrow.Array, _, n int) error {
+				for i := range n {
+					if err := duckdb.SetChunkValue[any](ch, col, i, nil); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		}, nil
+	case *arrow.MapType: // before the list types: a map is a list of structs
+		return mapConv(dt)
+	case arrow.ListLikeType:
+		elem, err := newConv(dt.Elem())
+		if err != nil {
+			return conv{}, err
+		}
+		info, err := duckdb.NewListInfo(elem.info)
+		if err != nil {
+			return conv{}, fmt.Errorf("%w: %s: %v", ErrType, dt, err)
+		}
+		return nested(info, listValue(elem.value)), nil
+	case *arrow.StructType:
+		return structConv(dt)
+	case *arrow.DictionaryType:
+		val, err := newConv(dt.ValueType)
+		if err != nil {
+			return conv{}, err
+		}
+		return nested(val.info, func(arr arrow.Array, i int) (any, error) {
+			a, ok := arr.(*array.Dictionary)
+			if !ok {
+				return nil, mismatch(arr)
+			}
+			j := a.GetValueIndex(i)
+			d := a.Dictionary()
+			if j < 0 || j >= d.Len() {
+				return nil, fmt.Errorf("%w: dictionary index %d of %d", ErrData, j, d.Len())
+			}
+			if d.IsNull(j) {
+				return nil, nil
+			}
+			return val.value(d, j)
+		}), nil
+	}
+	return conv{}, fmt.Errorf("%w: %s", ErrType, dt)
+}
+
+// valueArray is an Arrow array with a typed Value accessor.
+type valueArray[V any] interface {
+	arrow.Array
+	Value(int) V
+}
+
+// prim is the conversion of a flat type: element by element, through f, as
+// the duckdb-go value T.
+func prim[A valueArray[V], V, T any](t duckdb.Type, f func(V) (T, error)) conv {
+	return primInfo[A](typeInfo(t), f)
+}
+
+// primInfo is prim for a DuckDB type given by its TypeInfo.
+func primInfo[A valueArray[V], V, T any](info duckdb.TypeInfo, f func(V) (T, error)) conv {
+	return conv{
+		info: info,
+		value: func(arr arrow.Array, i int) (any, error) {
+			a, ok := arr.(A)
+			if !ok {
+				return nil, mismatch(arr)
+			}
+			return f(a.Value(i))
+		},
+		fill: func(ch duckdb.DataChunk, col int, arr arrow.Array, off, n int) error {
+			a, ok := arr.(A)
+			if !ok {
+				return mismatch(arr)
+			}
+			nulls := a.NullN() > 0
+			for i := range n {
+				j := off + i
+				if nulls && a.IsNull(j) {
+					if err := duckdb.SetChunkValue[any](ch, col, i, nil); err != nil {
+						return err
+					}
+					continue
+				}
+				v, err := f(a.Value(j))
+				if err != nil {
+					return err
+				}
+				if err := duckdb.SetChunkValue(ch, col, i, v); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// nested is the conversion of a type whose values go to duckdb-go as Go
+// values built by value.
+func nested(info duckdb.TypeInfo, value valueFunc) conv {
+	return conv{
+		info:  info,
+		value: value,
+		fill: func(ch duckdb.DataChunk, col int, arr arrow.Array, off, n int) error {
+			for i := range n {
+				var v any
+				if j := off + i; !arr.IsNull(j) {
+					var err error
+					if v, err = value(arr, j); err != nil {
+						return err
+					}
+				}
+				if err := duckdb.SetChunkValue(ch, col, i, v); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func mismatch(arr arrow.Array) error {
+	return fmt.Errorf("%w: unexpected Arrow array %T of type %s", ErrData, arr, arr.DataType())
+}
+
+func decimalConv(dt *arrow.Decimal128Type) (conv, error) {
+	if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
+		return conv{}, fmt.Errorf("%w: %s", ErrType, dt)
+	}
+	info, err := duckdb.NewDecimalInfo(uint8(dt.Precision), uint8(dt.Scale))
+	if err != nil {
+		return conv{}, fmt.Errorf("%w: %s: %v", ErrType, dt, err)
+	}
+	// DuckDB keeps DECIMAL(p, s) in an integer of 16, 32 or 64 bits up to
+	// p = 18, which duckdb-go writes from an int64, and in a HUGEINT above,
+	// which it writes from a *big.Int.
+	// A value with more digits than the precision (which only a crafted
+	// object holds) is refused, never wrapped.
+	p := dt.Precision
+	if p > 18 {
+		limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)
+		return primInfo[*array.Decimal128](info, func(v decimal128.Num) (*big.Int, error) {
+			b := v.BigInt()
+			if b.CmpAbs(limit) >= 0 {
+				return nil, fmt.Errorf("%w: %s has more than %d digits", ErrData, b, p)
+			}
+			return b, nil
+		}), nil
+	}
+	limit := uint64(1)
+	for range p {
+		limit *= 10
+	}
+	return primInfo[*array.Decimal128](info, func(v decimal128.Num) (int64, error) {
+		lo := int64(v.LowBits())
+		abs := uint64(lo)
+		if lo < 0 {
+			abs = -abs
+		}
+		if v.HighBits() != lo>>63 || abs >= limit {
+			return 0, fmt.Errorf("%w: %s has more than %d digits", ErrData, v.BigInt(), p)
+		}
+		return lo, nil
+	}), nil
+}
+
+// decimalToFloat returns the float64 nearest unscaled × 10^-scale.
+func decimalToFloat(unscaled *big.Int, scale int32) float64 {
+	r := new(big.Rat).SetInt(unscaled)
+	if scale != 0 {
+		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(scale, -scale))), nil)
+		if scale > 0 {
+			r.Quo(r, new(big.Rat).SetInt(p))
+		} else {
+			r.Mul(r, new(big.Rat).SetInt(p))
+		}
+	}
+	f, _ := r.Float64()
+	return f
+}
+
+func timestampConv(dt *arrow.TimestampType) conv {
+	if dt.TimeZone == "" && dt.Unit == arrow.Nanosecond {
+		return prim[*array.Timestamp](duckdb.TYPE_TIMESTAMP_NS, func(v arrow.Timestamp) (time.Time, error) {
+			return time.Unix(0, int64(v)).UTC(), nil
+		})
+	}
+	t := duckdb.TYPE_TIMESTAMP
+	if dt.TimeZone != "" {
+		t = duckdb.TYPE_TIMESTAMP_TZ
+	}
+	unit := dt.Unit
+	return prim[*array.Timestamp](t, func(v arrow.Timestamp) (time.Time, error) {
+		us, err := micros(int64(v), unit)
+		return time.UnixMicro(us).UTC(), err
+	})
+}
+
+// micros converts v in unit to microseconds, nanoseconds truncated toward
+// zero as DuckDB truncates them.
+func micros(v int64, unit arrow.TimeUnit) (int64, error) {
+	var mul int64
+	switch unit {
+	case arrow.Nanosecond:
+		return v / 1000, nil // Go's / truncates toward zero
+	case arrow.Microsecond:
+		return v, nil
+	case arrow.Millisecond:
+		mul = 1000
+	default:
+		mul = 1_000_000
+	}
+	if v > math.MaxInt64/mul || v < math.MinInt64/mul {
+		return 0, fmt.Errorf("%w: timestamp %d %s overflows microseconds", ErrData, v, unit)
+	}
+	return v * mul, nil
+}
+
+// listValue returns the elements of list i as a []any.
+func listValue(elem valueFunc) valueFunc {
+	return func(arr arrow.Array, i int) (any, error) {
+		a, ok := arr.(array.ListLike)
+		if !ok {
+			return nil, mismatch(arr)
+		}
+		start, end := a.ValueOffsets(i)
+		child := a.ListValues()
+		if start < 0 || end < start || end > int64(child.Len()) {
+			return nil, fmt.Errorf("%w: list offsets [%d, %d) of %d values", ErrData, start, end, child.Len())
+		}
+		out := make([]any, end-start)
+		for k := start; k < end; k++ {
+			if child.IsNull(int(k)) {
+				continue
+			}
+			v, err := elem(child, int(k))
+			if err != nil {
+				return nil, err
+			}
+			out[k-start] = v
+		}
+		return out, nil
+	}
+}
+
+func structConv(dt *arrow.StructType) (conv, error) {
+	n := dt.NumFields()
+	if n == 0 {
+		return conv{}, fmt.Errorf("%w: empty struct", ErrType)
+	}
+	names := make([]string, n)
+	values := make([]valueFunc, n)
+	entries := make([]duckdb.StructEntry, n)
+	seen := make(map[string]bool, n)
+	for i, f := range dt.Fields() {
+		if seen[f.Name] {
+			return conv{}, fmt.Errorf("%w: struct with two fields named %q", ErrType, f.Name)
+		}
+		seen[f.Name] = true
+		c, err := newConv(f.Type)
+		if err != nil {
+			return conv{}, fmt.Errorf("field %q: %w", f.Name, err)
+		}
+		names[i], values[i] = f.Name, c.value
+		if entries[i], err = duckdb.NewStructEntry(c.info, f.Name); err != nil {
+			return conv{}, fmt.Errorf("%w: %s: %v", ErrType, dt, err)
+		}
+	}
+	info, err := duckdb.NewStructInfo(entries[0], entries[1:]...)
+	if err != nil {
+		return conv{}, fmt.Errorf("%w: %s: %v", ErrType, dt, err)
+	}
+	return nested(info, func(arr arrow.Array, i int) (any, error) {
+		a, ok := arr.(*array.Struct)
+		if !ok || a.NumField() != n {
+			return nil, mismatch(arr)
+		}
+		m := make(map[string]any, n)
+		for f := range n {
+			child := a.Field(f)
+			var v any
+			if !child.IsNull(i) {
+				var err error
+				if v, err = values[f](child, i); err != nil {
+					return nil, err
+				}
+			}
+			m[names[f]] = v
+		}
+		return m, nil
+	}), nil
+}
+
+func mapConv(dt *arrow.MapType) (conv, error) {
+	switch dt.KeyType().ID() {
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY,
+		arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.STRUCT, arrow.MAP:
+		// duckdb-go writes no MAP with such keys.
+		return conv{}, fmt.Errorf("%w: %s (map key type)", ErrType, dt)
+	}
+	key, err := newConv(dt.KeyType())
+	if err != nil {
+		return conv{}, err
+	}
+	item, err := newConv(dt.ItemType())
+	if err != nil {
+		return conv{}, err
+	}
+	info, err := duckdb.NewMapInfo(key.info, item.info)
+	if err != nil {
+		return conv{}, fmt.Errorf("%w: %s: %v", ErrType, dt, err)
+	}
+	return nested(info, func(arr arrow.Array, i int) (any, error) {
+		a, ok := arr.(*array.Map)
+		if !ok {
+			return nil, mismatch(arr)
+		}
+		start, end := a.ValueOffsets(i)
+		keys, items := a.Keys(), a.Items()
+		if start < 0 || end < start || end > int64(keys.Len()) || end > int64(items.Len()) {
+			return nil, fmt.Errorf("%w: map offsets [%d, %d)", ErrData, start, end)
+		}
+		var m duckdb.OrderedMap
+		for k := int(start); k < int(end); k++ {
+			if keys.IsNull(k) {
+				return nil, fmt.Errorf("%w: null map key", ErrData)
+			}
+			kv, err := key.value(keys, k)
+			if err != nil {
+				return nil, err
+			}
+			var iv any
+			if !items.IsNull(k) {
+				if iv, err = item.value(items, k); err != nil {
+					return nil, err
+				}
+			}
+			n := m.Len()
+			m.Set(kv, iv)
+			if m.Len() == n {
+				// OrderedMap keeps the last of equal keys: refuse rather
+				// than drop an entry.
+				return nil, fmt.Errorf("%w: duplicate map key %v", ErrData, kv)
+			}
+		}
+		return m, nil
+	}), nil
+}
