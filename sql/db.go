@@ -26,8 +26,8 @@ type DB struct {
 
 // Open opens an in-memory DuckDB database (or the one WithDSN names),
 // registers sop_scan and sop_verify over src and keys (see Register) on it,
-// defines the sop_scan macro on every connection of its pool, and creates
-// the views given with WithView. Nothing of any object is read until a
+// defines the sop_scan macro on every connection of its pool, sets the
+// TimeZone to UTC, and creates the views given with WithView. Nothing of any object is read until a
 // query uses it.
 func Open(ctx context.Context, src verify.Source, keys reader.KeyResolver, opts ...Option) (*DB, error) {
 	cfg, err := newConfig(opts)
@@ -67,6 +67,11 @@ func (d *DB) init(ctx context.Context, opts []Option, registered *atomic.Bool) e
 		return err
 	}
 	registered.Store(true)
+	// TIMESTAMP WITH TIME ZONE prints in UTC, whatever the machine's zone:
+	// the text of a Result is the same everywhere.
+	if _, err := conn.ExecContext(ctx, "SET GLOBAL TimeZone = 'UTC'"); err != nil {
+		return fmt.Errorf("sopsql: setting the time zone: %w", err)
+	}
 	for _, v := range d.cfg.views {
 		if err := d.CreateView(ctx, v.name, v.id); err != nil {
 			return err
