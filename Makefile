@@ -4,7 +4,7 @@ CARGO_TARGET_DIR ?= $(HOME)/.cache/sop-pme/cargo-target
 export CARGO_TARGET_DIR
 
 .DEFAULT_GOAL := test
-.PHONY: demo test vet unit purego interop bench fuzz
+.PHONY: demo test vet unit purego interop sql bench fuzz
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back.
@@ -12,13 +12,15 @@ demo:
 	$(GO) run ./cmd/sop-pme demo -store ./demo-store
 
 # go vet, the unit tests with -race (fuzz targets run their seed corpora),
-# the pure-Go build, DuckDB interop, and the iroh-blobs binding.
-test: vet unit purego interop test-iroh
+# the pure-Go build, DuckDB interop, SQL through the verified reader, and
+# the iroh-blobs binding.
+test: vet unit purego interop sql test-iroh
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags iroh ./blobs/iroh/...
 	cd interop && $(GO) vet ./...
+	cd sql && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 ./...
@@ -30,6 +32,11 @@ purego:
 
 interop:
 	cd interop && $(GO) test -count=1 ./...
+
+# sop_scan: DuckDB queries objects through the verified reader (a module of
+# its own, like interop: DuckDB is a cgo dependency).
+sql:
+	cd sql && $(GO) test -count=1 ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
