@@ -8,7 +8,7 @@ import "errors"
 var (
 	// ErrArgument reports a bad argument to sop_scan or sop_verify: a
 	// storage_id that does not parse, a row group out of range or repeated,
-	// a batch size below 1.
+	// an empty list of row groups, a negative batch size.
 	ErrArgument = errors.New("sopsql: invalid argument")
 	// ErrType reports a column whose Arrow type has no DuckDB mapping here
 	// (for example TIME with nanoseconds, which duckdb-go cannot write).

@@ -5,12 +5,14 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/reader"
@@ -119,4 +121,56 @@ func TestArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareRows(t, "first row of row groups [1, 0]", [][]any{{int64(50)}}, res.Rows)
+}
+
+// TestEarlyStop: a query that stops reading before the end (LIMIT) gives
+// the right rows, and every buffer the reader allocated for it is released
+// once DuckDB has dropped the scan's state (the reader clears plaintext on
+// release), as after a query that reads everything.
+func TestEarlyStop(t *testing.T) {
+	const rows = 100_000
+	rec := customers(rows)
+	defer rec.Release()
+	st := newStore(t)
+	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4)).StorageID
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	db := openDB(t, st, st, WithReaderOptions(reader.WithAllocator(mem)))
+	for _, c := range []struct {
+		query string
+		want  [][]any
+	}{
+		{"SELECT count(*) FROM " + sopScan(id), [][]any{{int64(rows)}}},
+		{"SELECT id, customer FROM " + sopScan(id) + " LIMIT 2", [][]any{{int64(0), "customer-0000000"}, {int64(1), "customer-0000001"}}},
+		{"SELECT id FROM " + sopScan(id) + " WHERE id = 60000", [][]any{{int64(60000)}}},
+	} {
+		for _, threads := range []int{1, 2} {
+			exec(t, db.SQL(), fmt.Sprintf("SET threads = %d", threads))
+			res, err := db.Query(context.Background(), c.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareRows(t, c.query, c.want, res.Rows)
+			deadline := time.Now().Add(10 * time.Second)
+			for mem.CurrentAlloc() != 0 && time.Now().Before(deadline) {
+				runtime.GC()
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := mem.CurrentAlloc(); n != 0 {
+				t.Errorf("%s, %d threads: %d bytes of the reader still allocated after the query", c.query, threads, n)
+			}
+		}
+	}
+}
+
+// TestEmptyObject: an object without rows has its columns and no row.
+func TestEmptyObject(t *testing.T) {
+	rec := customers(0)
+	defer rec.Release()
+	st := newStore(t)
+	id := st.write(t, rec.Schema(), nil).StorageID
+	db := openDB(t, st, st).SQL()
+	compareRows(t, "DESCRIBE", [][]any{{"id", "BIGINT"}, {"customer", "VARCHAR"}},
+		query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+sopScan(id)+")"))
+	compareRows(t, "count", [][]any{{int64(0)}}, query(t, db, "SELECT count(*) FROM "+sopScan(id)))
+	compareRows(t, "rows", nil, query(t, db, "SELECT * FROM "+sopScan(id)))
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +111,8 @@ func newConfig(opts []Option) (config, error) {
 // DuckDB (SOP-PME-1 Section 11.10). keys resolves the DEK by storage_id
 // (Section 11.5). row_groups restricts the scan to those row groups (indices
 // from 0, no repeats); batch_size sets the most rows per Arrow record the
-// reader decodes at once. Each query opens the object anew.
+// reader decodes at once (0: the reader's default). Each query opens the
+// object anew, and verifies its footer anew.
 //
 // Projection pushdown: a query reads the footer and the column chunks of
 // the columns it uses (a count(*) reads one column's chunks, to count the
@@ -121,8 +123,36 @@ func newConfig(opts []Option) (config, error) {
 // yet, so a query runs on up to as many threads as it reads row groups.
 //
 // Types: each column has the DuckDB type read_parquet gives the same
-// Parquet column; see the table in types.go. A column of a type with no
-// mapping fails the bind with ErrType.
+// Parquet column (measured on DuckDB 1.5.6), from the Arrow type the reader
+// returns:
+//
+//	int8..int64, uint8..uint64     TINYINT..BIGINT, UTINYINT..UBIGINT
+//	float16, float32, float64      FLOAT, FLOAT, DOUBLE
+//	decimal128(p, s)               DECIMAL(p, s)
+//	decimal256(p, s), p > 38       DOUBLE
+//	bool                           BOOLEAN
+//	string, large_string, view     VARCHAR
+//	binary, large_binary, view,
+//	fixed_size_binary              BLOB
+//	date32, date64                 DATE
+//	time32[s|ms], time64[us]       TIME
+//	timestamp[s|ms|us]             TIMESTAMP (microseconds)
+//	timestamp[ns]                  TIMESTAMP_NS
+//	timestamp[any unit, tz]        TIMESTAMP WITH TIME ZONE (microseconds;
+//	                               nanoseconds truncated toward zero)
+//	null                           INTEGER (every value NULL)
+//	list, large_list,
+//	fixed_size_list                LIST
+//	struct                         STRUCT
+//	map                            MAP
+//	dictionary                     the type of its values
+//
+// A column of another type (time64[ns], DuckDB's TIME_NS, which duckdb-go
+// cannot write; a map with BLOB or nested keys) fails the bind with
+// ErrType. A value its DuckDB type cannot hold (a decimal with more digits
+// than its precision, a timestamp in seconds beyond the microsecond range,
+// a map with two equal keys) fails the query with ErrData: sop_scan never
+// wraps or drops a value.
 //
 // Nothing comes from footer metadata: sop_scan reports no cardinality and no
 // statistics to DuckDB, so every count, min, max and filter is computed
@@ -292,9 +322,25 @@ type projection struct {
 
 // scanLocal is a thread's state: the row group it is reading.
 type scanLocal struct {
-	rr  array.RecordReader
-	rec arrow.RecordBatch
-	off int // rows of rec already given to DuckDB
+	scan *rowGroupScan
+	rec  arrow.RecordBatch
+	off  int // rows of rec already given to DuckDB
+}
+
+// rowGroupScan holds the reader of the row group a thread reads. DuckDB
+// drops a thread's state without notice when a query stops early (a
+// LIMIT, an error elsewhere, an interrupt): a cleanup then releases the
+// reader, which stops its prefetch and clears its plaintext, as the end of
+// a row group does.
+type rowGroupScan struct {
+	rr array.RecordReader
+}
+
+func (g *rowGroupScan) release() {
+	if g.rr != nil {
+		g.rr.Release()
+		g.rr = nil
+	}
 }
 
 func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo {
@@ -316,7 +362,9 @@ func (s *scanSource) Init() duckdb.ParallelTableSourceInfo {
 
 func (s *scanSource) NewLocalState() any {
 	s.locals.Add(1)
-	return &scanLocal{}
+	ls := &scanLocal{scan: &rowGroupScan{}}
+	runtime.AddCleanup(ls, (*rowGroupScan).release, ls.scan)
+	return ls
 }
 
 // FillChunk fills ch with the next rows of the thread's row group, starting
@@ -337,16 +385,16 @@ func (s *scanSource) FillChunk(state any, ch duckdb.DataChunk) (err error) {
 	s.projOnce.Do(func() { s.proj = s.project(&ch) })
 	for ls.rec == nil || ls.off >= int(ls.rec.NumRows()) {
 		ls.rec, ls.off = nil, 0
-		if ls.rr != nil {
-			if ls.rr.Next() {
-				ls.rec = ls.rr.RecordBatch()
+		if rr := ls.scan.rr; rr != nil {
+			if rr.Next() {
+				ls.rec = rr.RecordBatch()
 				if err := s.checkRecord(ls.rec); err != nil {
 					ls.close()
 					return err
 				}
 				continue
 			}
-			err := ls.rr.Err()
+			err := rr.Err()
 			ls.close()
 			if err != nil {
 				return fmt.Errorf("sopsql: object %s: %w", s.r.ID(), err)
@@ -360,7 +408,7 @@ func (s *scanSource) FillChunk(state any, ch duckdb.DataChunk) (err error) {
 		if s.batch > 0 {
 			opts = append(opts, reader.WithBatchSize(s.batch))
 		}
-		if ls.rr, err = s.r.Scan(s.ctx, opts...); err != nil {
+		if ls.scan.rr, err = s.r.Scan(s.ctx, opts...); err != nil {
 			return fmt.Errorf("sopsql: object %s: %w", s.r.ID(), err)
 		}
 	}
@@ -455,10 +503,8 @@ func (s *scanSource) checkRecord(rec arrow.RecordBatch) error {
 
 // close releases the row group being read; the reader clears its plaintext.
 func (ls *scanLocal) close() {
-	if ls.rr != nil {
-		ls.rr.Release()
-	}
-	ls.rr, ls.rec, ls.off = nil, nil, 0
+	ls.scan.release()
+	ls.rec, ls.off = nil, 0
 }
 
 func (fn *functions) bindVerify(ctx context.Context, _ map[string]any, args ...any) (_ duckdb.RowTableSource, err error) {

@@ -17,38 +17,13 @@ import (
 )
 
 // This file maps the Arrow types the reader returns to the DuckDB types that
-// DuckDB's own read_parquet gives the same Parquet columns, and writes Arrow
-// values into DuckDB vectors.
+// DuckDB's own read_parquet gives the same Parquet columns (the table is in
+// Register's documentation), and writes Arrow values into DuckDB vectors.
 //
 // The reader returns the Arrow types pqarrow derives from the Parquet schema
-// (and the Arrow schema stored in the footer, when the writer stored one);
-// read_parquet derives its types from the Parquet schema alone. The mapping
-// below is read_parquet's, measured on DuckDB 1.5.6 (the equivalence tests
-// compare DESCRIBE output):
-//
-//	int8..int64, uint8..uint64     TINYINT..BIGINT, UTINYINT..UBIGINT
-//	float16, float32, float64      FLOAT, FLOAT, DOUBLE
-//	decimal128(p, s)               DECIMAL(p, s)
-//	decimal256(p, s), p > 38       DOUBLE
-//	bool                           BOOLEAN
-//	string, large_string, view     VARCHAR
-//	binary, large_binary, view,
-//	fixed_size_binary              BLOB
-//	date32, date64                 DATE
-//	time32[s|ms], time64[us]       TIME
-//	timestamp[s|ms|us]             TIMESTAMP (microseconds)
-//	timestamp[ns]                  TIMESTAMP_NS
-//	timestamp[any unit, tz]        TIMESTAMP WITH TIME ZONE (microseconds;
-//	                               nanoseconds truncated toward zero)
-//	null                           INTEGER (every value NULL)
-//	list, large_list,
-//	fixed_size_list                LIST
-//	struct                         STRUCT
-//	map                            MAP
-//	dictionary                     the type of its values
-//
-// time64[ns] (DuckDB's TIME_NS) has no writer in duckdb-go v2.10506.0 and is
-// refused with ErrType, as are types read_parquet never produces.
+// and the Arrow schema stored in the footer, when the writer stored one;
+// read_parquet derives its types from the Parquet schema alone. The
+// equivalence tests compare DESCRIBE output for both.
 
 // A column is a top-level field of an object as sop_scan returns it.
 type column struct {
