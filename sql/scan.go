@@ -115,8 +115,8 @@ func newConfig(opts []Option) (config, error) {
 // object anew, and verifies its footer anew.
 //
 // Projection pushdown: a query reads the footer and the column chunks of
-// the columns it uses (a count(*) reads one column's chunks, to count the
-// rows they hold), no others. An object whose top-level fields lack Parquet
+// the columns it uses (for a count(*), DuckDB asks for the first column,
+// whose chunks are read to count the rows they hold), no others. An object whose top-level fields lack Parquet
 // field IDs (a DuckDB file written without FIELD_IDS) is read whole.
 //
 // Parallelism: each DuckDB thread reads the next row group nobody has read
@@ -437,13 +437,10 @@ func (s *scanSource) project(ch *duckdb.DataChunk) projection {
 		}
 	}
 	if len(want) == 0 {
-		// count(*): the rows must still be read and counted (Section
-		// 11.10). One column is enough; a flat one holds fewer values.
-		c := s.countColumn()
-		if c < 0 {
-			return projection{out: fill(len(s.cols), -1)}
-		}
-		return projection{opts: []reader.ScanOption{reader.WithFields(s.cols[c].id)}, out: []int{-1}}
+		// DuckDB 1.5.6 asks for column 0 for a count(*); should a DuckDB
+		// ask for none, every column is read, and the rows counted
+		// (Section 11.10).
+		return projection{out: fill(len(s.cols), -1)}
 	}
 	ids := make([]int32, 0, len(want))
 	for _, i := range want {
@@ -460,24 +457,6 @@ func (s *scanSource) project(ch *duckdb.DataChunk) projection {
 	}
 	// The reader returns the projected fields in schema order.
 	return projection{opts: []reader.ScanOption{reader.WithFields(ids...)}, out: want}
-}
-
-// countColumn returns a column with a field ID to count rows with,
-// preferring a flat one, or -1.
-func (s *scanSource) countColumn() int {
-	best := -1
-	for i, c := range s.cols {
-		if !c.hasID {
-			continue
-		}
-		if !arrow.IsNested(c.dt.ID()) {
-			return i
-		}
-		if best < 0 {
-			best = i
-		}
-	}
-	return best
 }
 
 func fill(n, v int) []int {
