@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -263,6 +264,15 @@ func TestRearrangedObject(t *testing.T) {
 			t.Errorf("%s: error %v is not a *QueryError over the driver's error", q, err)
 		}
 	}
+	// Without TrackErrors, what crosses the driver is DuckDB's error, whose
+	// message carries the Go error's text.
+	_, err := queryErr(db.SQL(), "SELECT id, customer FROM "+sopScan(id))
+	var de *duckdb.Error
+	if !errors.As(err, &de) || de.Type != duckdb.ErrorTypeInvalidInput || !strings.Contains(de.Msg, verify.ErrVerify.Error()) || errors.Is(err, verify.ErrVerify) {
+		t.Errorf("database/sql without TrackErrors: %#v; want a *duckdb.Error of type InvalidInput whose text holds %q", err, verify.ErrVerify)
+	}
+	t.Logf("without TrackErrors: %v", err)
+
 	// What DuckDB received before the failure, row by row: none of row
 	// group 2. With one thread, the row groups before it went through.
 	for _, threads := range []int{1, 2} {
