@@ -40,7 +40,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	store, err := blobs.OpenDir(dir)
+	store, err := blobs.CreateDir(dir)
 	if err != nil {
 		log.Fatal(err)
 	}

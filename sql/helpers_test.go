@@ -50,9 +50,9 @@ type store struct {
 func newStore(t testing.TB) *store {
 	t.Helper()
 	dir := t.TempDir()
-	d, err := blobs.OpenDir(dir)
+	d, err := blobs.CreateDir(dir)
 	if err != nil {
-		t.Fatalf("blobs.OpenDir: %v", err)
+		t.Fatalf("blobs.CreateDir: %v", err)
 	}
 	return &store{Dir: d, dir: dir, keys: keys{}}
 }
