@@ -21,6 +21,8 @@ import (
 	"github.com/sovm/sop-pme/internal/benchdata"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -29,11 +31,11 @@ import (
 // tested through SQL.
 
 // lieFooter returns data with its footer rewritten under dek, as a producer
-// holding the DEK could: FileMetaData.num_rows and every RowGroup.num_rows
-// set to rows, and every column chunk's num_values set to rows and its
-// statistics replaced by stats
-// (Statistics: 3 null_count, 5 max_value, 6 min_value). The modules are
-// untouched; the object is valid ciphertext under a new storage_id.
+// holding the DEK could: every column chunk's statistics replaced by stats
+// (Statistics: 3 null_count, 5 max_value, 6 min_value) and, if rows >= 0,
+// FileMetaData.num_rows, every RowGroup.num_rows and every
+// ColumnMetaData.num_values set to rows. The modules are untouched; the
+// object is valid ciphertext under a new storage_id.
 func lieFooter(t *testing.T, data []byte, dek pme.DEK, rows int64, stats func(col int) *thrift.Struct) []byte {
 	t.Helper()
 	flen, err := pme.ParseTrailer(data[len(data)-pme.TrailerSize:])
@@ -53,13 +55,17 @@ func lieFooter(t *testing.T, data []byte, dek pme.DEK, rows int64, stats func(co
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta.Set(3, thrift.I64(rows))
+	if rows >= 0 {
+		meta.Set(3, thrift.I64(rows))
+	}
 	rgs, err := meta.List(4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, rg := range rgs.Items {
-		rg.Struct.Set(3, thrift.I64(rows))
+		if rows >= 0 {
+			rg.Struct.Set(3, thrift.I64(rows))
+		}
 		cols, err := rg.Struct.List(1)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +75,9 @@ func lieFooter(t *testing.T, data []byte, dek pme.DEK, rows int64, stats func(co
 			if err != nil {
 				t.Fatal(err)
 			}
-			md.Set(5, thrift.I64(rows))
+			if rows >= 0 {
+				md.Set(5, thrift.I64(rows))
+			}
 			md.Set(12, thrift.StructValue(stats(c)))
 		}
 	}
@@ -88,20 +96,24 @@ func lieFooter(t *testing.T, data []byte, dek pme.DEK, rows int64, stats func(co
 
 func i64le(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
 
-// TestFooterIsNotAnAnswer: on an object whose footer lies about its row
-// counts and statistics, count(*), min, max, a count of non-null values and
-// a filter all come from the rows sop_scan produces (Section 11.10: "A
-// reader MUST NOT satisfy a query result, a predicate, or an access
-// decision from Parquet footer metadata alone").
+// TestFooterIsNotAnAnswer: on objects whose footer lies, count(*), min,
+// max, a count of non-null values and a filter all come from the rows
+// sop_scan produces, never from the footer (Section 11.10: "A reader MUST
+// NOT satisfy a query result, a predicate, or an access decision from
+// Parquet footer metadata alone").
+//
+// Lying statistics (id between -1000 and 3, x between 0 and 1, no nulls)
+// must not change an answer. Lying row counts as well (7 rows in every row
+// group and chunk) may instead make the read fail with reader.ErrFormat,
+// where the reader checks the pages against the footer; they must never
+// produce the footer's numbers.
 func TestFooterIsNotAnAnswer(t *testing.T) {
 	const rows = 30_000
 	rec := benchdata.Record(rows, 5) // id 0..rows-1, x, s, ts, ok with 5 % nulls
 	defer rec.Release()
 	st := newStore(t)
 	obj := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/3))
-	// The lie: 7 rows in all and in each row group; id between -1000 and
-	// 3; x between 0 and 1; no nulls anywhere.
-	lie := lieFooter(t, st.bytes(t, obj.StorageID), obj.DEK, 7, func(col int) *thrift.Struct {
+	stats := func(col int) *thrift.Struct {
 		s := thrift.NewStruct(thrift.Field{ID: 3, Value: thrift.I64(0)})
 		switch col {
 		case 0:
@@ -112,9 +124,8 @@ func TestFooterIsNotAnAnswer(t *testing.T) {
 			s.Set(6, thrift.Binary(binary.LittleEndian.AppendUint64(nil, math.Float64bits(0))))
 		}
 		return s
-	})
-	id := st.importBytes(t, lie, obj.DEK)
-	db := openDB(t, st, st).SQL()
+	}
+	db := openDB(t, st, st)
 
 	var minX, maxX float64 = math.Inf(1), math.Inf(-1)
 	var okCount int64
@@ -128,17 +139,52 @@ func TestFooterIsNotAnAnswer(t *testing.T) {
 	if okCount == rows {
 		t.Fatal("the table has no nulls in ok: the null_count lie tests nothing")
 	}
-	want := [][]any{{int64(rows), int64(0), int64(rows - 1), minX, maxX, okCount, int64(rows - 4)}}
 	q := func(from string) string {
 		return "SELECT count(*), min(id), max(id), min(x), max(x), count(ok), count(*) FILTER (WHERE id > 3) FROM " + from
 	}
-	compareRows(t, "sop_scan over the lying footer", want, query(t, db, q(sopScan(id))))
-	// The same without a projection the count can hide behind.
-	compareRows(t, "count(*) alone", [][]any{{int64(rows)}}, query(t, db, "SELECT count(*) FROM "+sopScan(id)))
-	compareRows(t, "filter", [][]any{{int64(rows - 4)}}, query(t, db, "SELECT count(*) FROM "+sopScan(id)+" WHERE id > 3"))
-	// DuckDB's own reader, given the file and the DEK, believes the footer.
-	native, err := queryErr(db, q(nativeScan(st, id)))
-	t.Logf("read_parquet over the lying footer: %v (error %v)", native, err)
+	queries := []struct {
+		sql  func(id storageid.ID) string
+		want [][]any
+	}{
+		{func(id storageid.ID) string { return q(sopScan(id)) },
+			[][]any{{int64(rows), int64(0), int64(rows - 1), minX, maxX, okCount, int64(rows - 4)}}},
+		{func(id storageid.ID) string { return "SELECT count(*) FROM " + sopScan(id) }, [][]any{{int64(rows)}}},
+		{func(id storageid.ID) string { return "SELECT count(*) FROM " + sopScan(id) + " WHERE id > 3" }, [][]any{{int64(rows - 4)}}},
+	}
+	for _, lie := range []struct {
+		name      string
+		rows      int64
+		mayRefuse bool
+	}{
+		{"statistics", -1, false},
+		{"row counts and statistics", 7, true},
+	} {
+		t.Run(lie.name, func(t *testing.T) {
+			id := st.importBytes(t, lieFooter(t, st.bytes(t, obj.StorageID), obj.DEK, lie.rows, stats), obj.DEK)
+			for _, c := range queries {
+				res, err := db.Query(context.Background(), c.sql(id))
+				if err != nil {
+					if lie.mayRefuse && errors.Is(err, reader.ErrFormat) {
+						t.Logf("%s: refused: %v", c.sql(id), err)
+						continue
+					}
+					t.Fatalf("%s: %v", c.sql(id), err)
+				}
+				compareRows(t, c.sql(id), c.want, res.Rows)
+			}
+			// DuckDB's own reader, given the file and the DEK, answers from
+			// the footer: count(ok) from null_count, and with the row
+			// counts, 7 rows per row group.
+			native, err := queryErr(db.SQL(), q(nativeScan(st, id)))
+			if err != nil {
+				t.Fatalf("read_parquet: %v", err)
+			}
+			if len(native) == 1 && sameValue(native[0][0], queries[0].want[0][0]) && sameValue(native[0][5], okCount) {
+				t.Errorf("read_parquet answered %v from the lying footer, the truth: the lie tests nothing", native)
+			}
+			t.Logf("read_parquet over the lying footer: %v; the rows: %v", native, queries[0].want)
+		})
+	}
 }
 
 // swapPages returns data with the bodies of data pages a and b of the
