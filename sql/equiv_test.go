@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/vectors"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
@@ -23,7 +25,8 @@ import (
 // stored file given the DEK: the same columns with the same DuckDB types
 // (DESCRIBE), and the same rows, in the same order, value by value.
 //
-// To add objects (the top-level test vectors, say), import them into the
+// The set includes every intact, readable object of the SOP-PME-1 test
+// vectors (testdata/vectors). To add more objects, import them into the
 // store with their DEK (store.importBytes) and append an equivObject.
 
 // equivObject is an object of the equivalence set.
@@ -104,6 +107,31 @@ func equivalenceObjects(t *testing.T, st *store) []equivObject {
 	nestedCols := []string{"i64", "l_i64", "l_s", "st", "m"}
 	add("duckdb/nested", d.write(t, st, "SELECT "+strings.Join(nestedCols, ", ")+" FROM src", 16, duckFieldIDs(rec.Schema(), nestedCols)))
 	add("duckdb/no-field-ids/row-groups", d.write(t, st, "SELECT * FROM src", 24, "ROW_GROUP_SIZE 1024"))
+
+	// The SOP-PME-1 test vectors (testdata/vectors) whose objects are
+	// intact and readable: ours, and DuckDB's.
+	vs, err := vectors.Load(os.DirFS("../testdata"), "vectors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range vs {
+		if v.Read.Err != nil || v.Verify.Err != nil {
+			continue
+		}
+		dek, err := pme.DEKFromBytes(v.DEK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := st.importBytes(t, v.Object, dek); id != v.ID {
+			t.Fatalf("vector %s: imported as %v, its storage_id is %v", v.Name, id, v.ID)
+		}
+		add("vector/"+v.Name, v.ID)
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("only %d readable test vectors", n)
+	}
 	return objs
 }
 
