@@ -1,6 +1,7 @@
 package keyring
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -35,13 +36,17 @@ type Master interface {
 // call Format on a value in an unexported struct field, prints only an
 // address there, never the key. The raw key leaves only through Bytes.
 //
+// The key is two pointers deep: fmt, given a verb a pointer does not take
+// (%s, %q), prints the struct a pointer points to, but prints any pointer
+// inside it as an address.
+//
 // The zero KEK holds no key; its methods return ErrKEK.
 type KEK struct {
 	s *kekState
 }
 
 type kekState struct {
-	key  []byte
+	key  *[KEKSize]byte
 	aead cipher.AEAD // nonce ‖ ciphertext ‖ tag, nonce from crypto/rand
 }
 
@@ -50,6 +55,7 @@ var _ Master = KEK{}
 // NewKEK returns a fresh random KEK from crypto/rand.
 func NewKEK() KEK {
 	k := make([]byte, KEKSize)
+	defer clear(k)
 	rand.Read(k) // never returns an error; crashes the program if the OS RNG fails
 	kek, err := newKEK(k)
 	if err != nil {
@@ -63,9 +69,10 @@ func KEKFromBytes(b []byte) (KEK, error) {
 	if len(b) != KEKSize {
 		return KEK{}, fmt.Errorf("%w: got %d bytes", ErrKEK, len(b))
 	}
-	return newKEK(append([]byte(nil), b...))
+	return newKEK(b)
 }
 
+// newKEK makes a KEK of a copy of key, which must be KEKSize bytes.
 func newKEK(key []byte) (KEK, error) {
 	b, err := aes.NewCipher(key)
 	if err != nil {
@@ -75,7 +82,7 @@ func newKEK(key []byte) (KEK, error) {
 	if err != nil {
 		return KEK{}, fmt.Errorf("keyring: %w", err)
 	}
-	return KEK{&kekState{key: key, aead: aead}}, nil
+	return KEK{&kekState{key: (*[KEKSize]byte)(bytes.Clone(key)), aead: aead}}, nil
 }
 
 // Bytes returns a copy of the raw KEK, for storing it (see CreateKEKFile).
@@ -84,7 +91,7 @@ func (k KEK) Bytes() []byte {
 	if k.s == nil {
 		return nil
 	}
-	return append([]byte(nil), k.s.key...)
+	return bytes.Clone(k.s.key[:])
 }
 
 // IsZero reports whether k is the zero KEK, which holds no key.
@@ -95,7 +102,7 @@ func (k KEK) Equal(o KEK) bool {
 	if k.s == nil || o.s == nil {
 		return k.s == o.s
 	}
-	return subtle.ConstantTimeCompare(k.s.key, o.s.key) == 1
+	return subtle.ConstantTimeCompare(k.s.key[:], o.s.key[:]) == 1
 }
 
 // adMaster is the associated data of every KEK.Encrypt: it separates a key

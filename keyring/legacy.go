@@ -84,6 +84,13 @@ func (r *Ring) ImportV1(ctx context.Context, path string, kek KEK) (int, error) 
 			added++
 		}
 		return nil
+	}, func(bucket *bolt.Bucket) error {
+		for _, d := range deks {
+			if bucket.Get(d.id[:]) == nil {
+				return fmt.Errorf("%w: the DEK imported for %s does not read back", ErrFile, d.id)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, noMeta(err)

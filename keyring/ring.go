@@ -355,7 +355,11 @@ func (r *Ring) unwrapRingKey(ctx context.Context, w []byte) (cipher.AEAD, error)
 // unwrapped (another Ring re-keyed or rotated), it is given up, the key is
 // unwrapped outside it, and the transaction starts again; the last attempt
 // unwraps inside the transaction.
-func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error) error {
+//
+// If readBack is not nil, it runs in a read transaction on the same open
+// file after the commit, and its error fails the update: what was written
+// must be found again by the ordinary lookup before it is acknowledged.
+func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error) error {
 	if r.cfg.readOnly {
 		return ErrReadOnly
 	}
@@ -364,7 +368,7 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 	for attempt := 1; ; attempt++ {
 		var unknown []byte
 		err := r.withDB(ctx, accessWrite, func(db *bolt.DB) error {
-			return db.Update(func(tx *bolt.Tx) error {
+			err := db.Update(func(tx *bolt.Tx) error {
 				meta, deks, w, err := buckets(tx)
 				if err != nil {
 					return err
@@ -380,6 +384,16 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 					}
 				}
 				return fn(meta, deks, w, ring)
+			})
+			if err != nil || readBack == nil {
+				return err
+			}
+			return db.View(func(tx *bolt.Tx) error {
+				_, deks, _, err := buckets(tx)
+				if err != nil {
+					return err
+				}
+				return readBack(deks)
 			})
 		})
 		if !errors.Is(err, errStale) || unknown == nil {
@@ -417,10 +431,24 @@ func (r *Ring) PutBatch(ctx context.Context, entries []Entry) error {
 	if len(entries) == 0 {
 		return ctx.Err()
 	}
+	wrapped := make([][]byte, len(entries))
 	return r.update(ctx, func(_, deks *bolt.Bucket, _ []byte, ring cipher.AEAD) error {
 		for i, e := range entries {
-			if err := deks.Put(e.ID[:], ring.Seal(nil, nil, raws[i], wrapAD(e.ID))); err != nil {
+			wrapped[i] = ring.Seal(nil, nil, raws[i], wrapAD(e.ID))
+			if err := deks.Put(e.ID[:], wrapped[i]); err != nil {
 				return err
+			}
+		}
+		return nil
+	}, func(deks *bolt.Bucket) error {
+		// Later entries win: check each id against its last value.
+		last := make(map[storageid.ID]int, len(entries))
+		for i, e := range entries {
+			last[e.ID] = i
+		}
+		for id, i := range last {
+			if !bytes.Equal(deks.Get(id[:]), wrapped[i]) {
+				return fmt.Errorf("%w: the DEK written for %s does not read back", ErrFile, id)
 			}
 		}
 		return nil
@@ -480,6 +508,11 @@ func noMeta(err error) error {
 func (r *Ring) Delete(ctx context.Context, id storageid.ID) error {
 	return noMeta(r.update(ctx, func(_, deks *bolt.Bucket, _ []byte, _ cipher.AEAD) error {
 		return deks.Delete(id[:])
+	}, func(deks *bolt.Bucket) error {
+		if deks.Get(id[:]) != nil {
+			return fmt.Errorf("%w: the DEK of %s is still found after its deletion", ErrFile, id)
+		}
+		return nil
 	}))
 }
 
@@ -535,7 +568,7 @@ func (r *Ring) Rotate(ctx context.Context, m Master) error {
 		if len(nw) == 0 || len(nw) > maxWrappedRingKey {
 			return fmt.Errorf("keyring: the new master key wrapped the ring key into %d bytes", len(nw))
 		}
-		err = r.compareAndSwap(ctx, w, nw, nil)
+		err = r.compareAndSwap(ctx, w, nw, nil, nil)
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -593,9 +626,12 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 		if len(nw) == 0 || len(nw) > maxWrappedRingKey {
 			return fmt.Errorf("keyring: the master key wrapped the ring key into %d bytes", len(nw))
 		}
+		var all []rewrapped
 		err = r.compareAndSwap(ctx, w, nw, func(deks *bolt.Bucket) error {
-			return rewrapAll(ctx, deks, old, next)
-		})
+			var err error
+			all, err = rewrapAll(ctx, deks, old, next)
+			return err
+		}, func(deks *bolt.Bucket) error { return readBackAll(deks, all) })
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -613,12 +649,13 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 
 // compareAndSwap replaces the wrapped ring key w by nw in one write
 // transaction, after running also (if not nil), provided the file still
-// holds w; else it returns errStale and changes nothing.
-func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also func(deks *bolt.Bucket) error) error {
+// holds w; else it returns errStale and changes nothing. Then it reads the
+// ring key back, and runs readBack (if not nil), as update does.
+func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack func(deks *bolt.Bucket) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.withDB(ctx, accessWrite, func(db *bolt.DB) error {
-		return db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx *bolt.Tx) error {
 			meta, deks, cur, err := buckets(tx)
 			if err != nil {
 				return err
@@ -633,35 +670,66 @@ func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also func(deks 
 			}
 			return meta.Put(keyRingKey, nw)
 		})
+		if err != nil {
+			return err
+		}
+		return db.View(func(tx *bolt.Tx) error {
+			_, deks, cur, err := buckets(tx)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(cur, nw) {
+				return fmt.Errorf("%w: the new ring key does not read back", ErrFile)
+			}
+			if readBack != nil {
+				return readBack(deks)
+			}
+			return nil
+		})
 	})
 }
 
-// rewrapAll rewraps every DEK in deks from the ring key old to next.
-func rewrapAll(ctx context.Context, deks *bolt.Bucket, old, next cipher.AEAD) error {
-	type kv struct{ id, w []byte }
-	var all []kv
+type rewrapped struct{ id, w []byte }
+
+// rewrapAll rewraps every DEK in deks from the ring key old to next, and
+// returns what it wrote.
+func rewrapAll(ctx context.Context, deks *bolt.Bucket, old, next cipher.AEAD) ([]rewrapped, error) {
+	var all []rewrapped
 	c := deks.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(all)%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if len(k) != storageid.Size || !wrappedLen(len(v)) {
-			return fmt.Errorf("%w: an entry of %d and %d bytes", ErrFile, len(k), len(v))
+			return nil, fmt.Errorf("%w: an entry of %d and %d bytes", ErrFile, len(k), len(v))
 		}
 		id := storageid.ID(k)
 		raw, err := old.Open(nil, nil, v, wrapAD(id))
 		if err != nil {
-			return fmt.Errorf("%w: %s", ErrUnwrap, id)
+			return nil, fmt.Errorf("%w: %s", ErrUnwrap, id)
 		}
-		all = append(all, kv{bytes.Clone(k), next.Seal(nil, nil, raw, wrapAD(id))})
+		all = append(all, rewrapped{bytes.Clone(k), next.Seal(nil, nil, raw, wrapAD(id))})
 		clear(raw)
 	}
 	for _, e := range all {
 		if err := deks.Put(e.id, e.w); err != nil {
-			return err
+			return nil, err
 		}
+	}
+	return all, nil
+}
+
+// readBackAll checks that deks holds exactly the entries of all.
+func readBackAll(deks *bolt.Bucket, all []rewrapped) error {
+	for _, e := range all {
+		if !bytes.Equal(deks.Get(e.id), e.w) {
+			return fmt.Errorf("%w: a rewrapped DEK does not read back", ErrFile)
+		}
+	}
+	if n := deks.Stats().KeyN; n != len(all) {
+		return fmt.Errorf("%w: %d DEKs rewrapped, %d found", ErrFile, len(all), n)
 	}
 	return nil
 }
