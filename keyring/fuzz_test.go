@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/sovm/sop-pme/keyring"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
@@ -166,7 +168,7 @@ func BenchmarkPutScaling(b *testing.B) {
 	b.ReportMetric(float64(tl)/float64(ts), "ratio-100k/1k")
 }
 
-func filledRing(b *testing.B, n int) *keyring.Ring {
+func filledRing(b testing.TB, n int) *keyring.Ring {
 	b.Helper()
 	ctx := context.Background()
 	r := createRing(b, filepath.Join(b.TempDir(), "ring"), keyring.NewKEK())
@@ -185,4 +187,55 @@ func filledRing(b *testing.B, n int) *keyring.Ring {
 		b.Fatalf("filled %d, holds %d", n, got)
 	}
 	return r
+}
+
+// BenchmarkOpenPerOperation measures what opening the file for every
+// operation costs: ResolveDEK and Put against the same lookup and write
+// through a bbolt database kept open (which would hold the file's lock and
+// block every other Ring and process), on a ring of 10k DEKs.
+func BenchmarkOpenPerOperation(b *testing.B) {
+	ctx := context.Background()
+	r := filledRing(b, 10_000)
+	id := storageid.Sum([]byte("fill 5"))
+	d := pme.NewDEK()
+	b.Run("ResolveDEK", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.ResolveDEK(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Put", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := r.Put(ctx, storageid.Sum(fmt.Appendf(nil, "open %d", i)), d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	db, err := bolt.Open(r.Path(), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	b.Run("bbolt-kept-open-get", func(b *testing.B) {
+		for b.Loop() {
+			db.View(func(tx *bolt.Tx) error {
+				if tx.Bucket([]byte("deks")).Get(id[:]) == nil {
+					b.Fatal("not found")
+				}
+				return nil
+			})
+		}
+	})
+	b.Run("bbolt-kept-open-put", func(b *testing.B) {
+		v := make([]byte, 60)
+		for i := 0; b.Loop(); i++ {
+			k := storageid.Sum(fmt.Appendf(nil, "kept %d", i))
+			if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("deks")).Put(k[:], v) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
