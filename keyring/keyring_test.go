@@ -336,6 +336,18 @@ func TestOpenDoesNotCreate(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("created ring: %v, mode %v", err, st.Mode())
 	}
+	// An empty file (a creation cut short) is not a ring, but WithCreate
+	// makes one in it.
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o600)
+	if _, err := keyring.Open(ctx, empty, keyring.NewKEK()); !errors.Is(err, keyring.ErrFile) {
+		t.Fatalf("an empty file: %v", err)
+	}
+	kek := keyring.NewKEK()
+	createRing(t, empty, kek).Put(ctx, ids(1)[0], pme.NewDEK())
+	if n := ringLen(t, openRing(t, empty, kek)); n != 1 {
+		t.Fatalf("the ring made in an empty file holds %d DEKs", n)
+	}
 }
 
 func TestReadOnly(t *testing.T) {
