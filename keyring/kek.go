@@ -32,13 +32,12 @@ type Master interface {
 // as the Master of a ring.
 //
 // Like pme.DEK, a KEK never prints: String, GoString and every fmt verb show
-// a placeholder. The key sits behind a pointer, so that fmt, which cannot
-// call Format on a value in an unexported struct field, prints only an
-// address there, never the key. The raw key leaves only through Bytes.
-//
-// The key is two pointers deep: fmt, given a verb a pointer does not take
-// (%s, %q), prints the struct a pointer points to, but prints any pointer
-// inside it as an address.
+// a placeholder. In an unexported struct field fmt cannot call those
+// methods and prints what it finds, so the key sits two pointers deep: fmt
+// prints a pointer there as an address, and even for a verb a pointer does
+// not take (%s, %q), where it prints the struct the pointer points to, it
+// prints the pointers inside that struct as addresses. The raw key leaves
+// only through Bytes.
 //
 // The zero KEK holds no key; its methods return ErrKEK.
 type KEK struct {
