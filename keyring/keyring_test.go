@@ -298,12 +298,38 @@ func TestPutRacesRekey(t *testing.T) {
 			}
 		}
 	})
+	// Another Ring puts DEKs and deletes them again meanwhile.
+	var gone []storageid.ID
+	del := openRing(t, path, kek)
+	wg.Go(func() {
+		for i := range 20 {
+			id := storageid.Sum([]byte(fmt.Sprint("deleted ", i)))
+			if err := del.Put(ctx, id, pme.NewDEK()); err != nil {
+				t.Errorf("put: %v", err)
+				return
+			}
+			if err := del.Delete(ctx, id); err != nil {
+				t.Errorf("delete: %v", err)
+				return
+			}
+			gone = append(gone, id)
+		}
+	})
 	children := runChildren(t, path, kek, 10, "rekey", "put")
 	wg.Wait()
 	for id, d := range children.deks {
 		a.add(id, d)
 	}
 	a.check(t, path, kek)
+	r := openRing(t, path, kek)
+	for _, id := range gone {
+		if _, err := r.ResolveDEK(ctx, id); !errors.Is(err, keyring.ErrNotFound) {
+			t.Fatalf("a deleted DEK: %v", err)
+		}
+	}
+	if len(gone) != 20 {
+		t.Fatalf("%d deletions", len(gone))
+	}
 }
 
 func TestOpenDoesNotCreate(t *testing.T) {
