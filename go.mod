@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/apache/thrift v0.24.0
+	go.etcd.io/bbolt v1.4.3
 	lukechampine.com/blake3 v1.4.1
 )
 

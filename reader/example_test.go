@@ -22,7 +22,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "sop-pme-example")
 	defer os.RemoveAll(dir)
 	store, _ := blobs.CreateDir(dir)
-	ring, _ := keyring.Open(dir+"/keyring.json", keyring.NewKEK())
+	ring, _ := keyring.Open(ctx, dir+"/keyring", keyring.NewKEK(), keyring.WithCreate())
 
 	id := func(n int) arrow.Metadata {
 		return arrow.NewMetadata([]string{writer.FieldIDKey}, []string{strconv.Itoa(n)})

@@ -1,23 +1,37 @@
 // Command sop-pme writes, reads, verifies and checks SOP-PME-1 objects in a
 // directory store.
 //
-//	sop-pme demo   [-store DIR] [-rows N]          write a sample table, read it back
-//	sop-pme read   [-store DIR] -id ID [-fields 1,3] [-limit N]
-//	sop-pme verify [-store DIR] -id ID
-//	sop-pme check  [-store DIR] -id ID
+//	sop-pme demo    [-store DIR] [-kek FILE] [-keyring FILE] [-rows N]   write a sample table, read it back
+//	sop-pme read    [-store DIR] [-kek FILE] [-keyring FILE] -id ID [-fields 1,3] [-limit N]
+//	sop-pme verify  [-store DIR] [-kek FILE] [-keyring FILE] -id ID
+//	sop-pme check   [-store DIR] [-kek FILE] [-keyring FILE] -id ID
+//	sop-pme migrate [-store DIR] [-kek FILE] [-keyring FILE]            import DIR/keyring.json of earlier versions
 //
-// DEKs are kept wrapped in DIR/keyring.json under a key-encryption key read
-// from DIR/kek (32 random bytes, created on first use, mode 0600). That file
-// stands in for a KMS: in production the KEK never sits beside the store. No
-// command prints a DEK or a KEK.
+// DEKs are kept wrapped in a keyring (package keyring) under a
+// key-encryption key. The KEK never lives in the store directory, which is
+// the untrusted side. It comes from, in this order:
+//
+//   - -kek FILE: a file holding the 32 raw bytes of the KEK, mode 0600;
+//   - SOP_PME_KEK_FILE: the same, named by the environment;
+//   - SOP_PME_KEK: the KEK itself, in standard base64;
+//   - otherwise the file sop-pme/kek in the user's configuration directory
+//     (os.UserConfigDir: $XDG_CONFIG_HOME or ~/.config on Linux).
+//
+// The keyring is -keyring FILE, or else the file "keyring" beside the KEK
+// file (in the configuration directory when the KEK comes from SOP_PME_KEK).
+// demo creates the KEK file (exclusively: two first runs end with one KEK)
+// and the keyring if there are none, and says where; read, verify and check
+// never create anything. No command prints a DEK or a KEK.
 package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +62,8 @@ func main() {
 		err = verifyCmd(ctx, os.Stdout, os.Args[2:])
 	case "check":
 		err = check(ctx, os.Stdout, os.Args[2:])
+	case "migrate":
+		err = migrate(ctx, os.Stdout, os.Args[2:])
 	default:
 		usage()
 	}
@@ -61,10 +77,13 @@ var errNotConformant = errors.New("not a conformant SOP-PME-1 object")
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
-  sop-pme demo   [-store DIR] [-rows N]
-  sop-pme read   [-store DIR] -id ID [-fields 1,3] [-limit N]
-  sop-pme verify [-store DIR] -id ID
-  sop-pme check  [-store DIR] -id ID`)
+  sop-pme demo    [-store DIR] [-kek FILE] [-keyring FILE] [-rows N]
+  sop-pme read    [-store DIR] [-kek FILE] [-keyring FILE] -id ID [-fields 1,3] [-limit N]
+  sop-pme verify  [-store DIR] [-kek FILE] [-keyring FILE] -id ID
+  sop-pme check   [-store DIR] [-kek FILE] [-keyring FILE] -id ID
+  sop-pme migrate [-store DIR] [-kek FILE] [-keyring FILE]
+The KEK comes from -kek, $SOP_PME_KEK_FILE, $SOP_PME_KEK (base64), or
+sop-pme/kek in the user configuration directory.`)
 	os.Exit(2)
 }
 
@@ -73,51 +92,165 @@ type env struct {
 	dir   string
 	store *blobs.Dir
 	ring  *keyring.Ring
+	keys  keySource
 }
 
-// openEnv opens the store in dir; only demo (write) may create it, the
-// other commands open it read-only.
-func openEnv(dir string, write bool) (*env, error) {
-	open := func() (*blobs.Dir, error) { return blobs.OpenDir(dir, blobs.ReadOnly()) }
+// openEnv opens the keyring, then the store. A command that writes (write)
+// creates the KEK file, the keyring and the store if there are none, and
+// says so on out; any other command creates none of them, and opens the
+// store read-only.
+func openEnv(ctx context.Context, dir string, ks keySource, write bool, out io.Writer) (*env, error) {
+	ring, err := ks.open(ctx, dir, write, out)
+	if err != nil {
+		return nil, err
+	}
+	var store *blobs.Dir
 	if write {
-		open = func() (*blobs.Dir, error) { return blobs.CreateDir(dir) }
+		store, err = blobs.CreateDir(dir)
+	} else {
+		store, err = blobs.OpenDir(dir, blobs.ReadOnly())
 	}
-	store, err := open()
 	if err != nil {
 		return nil, err
 	}
-	kek, err := loadKEK(filepath.Join(dir, "kek"))
-	if err != nil {
-		return nil, err
-	}
-	ring, err := keyring.Open(filepath.Join(dir, "keyring.json"), kek)
-	if err != nil {
-		return nil, err
-	}
-	return &env{dir: dir, store: store, ring: ring}, nil
+	return &env{dir: dir, store: store, ring: ring, keys: ks}, nil
 }
 
-func loadKEK(path string) (keyring.KEK, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		k := keyring.NewKEK()
-		if err := os.WriteFile(path, k.Bytes(), 0o600); err != nil {
-			return keyring.KEK{}, err
-		}
-		return k, nil
+// keySource says where the KEK and the keyring are: the -kek and -keyring
+// flags, then the environment, then the user configuration directory.
+type keySource struct {
+	kekFlag, ringFlag string
+	kekPath           string // the KEK file, if the KEK is in one
+	inline            string // SOP_PME_KEK
+	ringPath          string
+}
+
+func addKeyFlags(fs *flag.FlagSet, ks *keySource) {
+	fs.StringVar(&ks.kekFlag, "kek", "", "`file` holding the 32-byte KEK (default $SOP_PME_KEK_FILE, $SOP_PME_KEK, or sop-pme/kek in the user config directory)")
+	fs.StringVar(&ks.ringFlag, "keyring", "", "keyring `file` (default: \"keyring\" beside the KEK file)")
+}
+
+// resolve fills in the paths from the flags, the environment and the
+// defaults.
+func (ks *keySource) resolve() error {
+	kekFile, inline := os.Getenv("SOP_PME_KEK_FILE"), os.Getenv("SOP_PME_KEK")
+	switch {
+	case ks.kekFlag != "":
+		ks.kekPath = ks.kekFlag
+	case kekFile != "" && inline != "":
+		return errors.New("both SOP_PME_KEK_FILE and SOP_PME_KEK are set: set one")
+	case kekFile != "":
+		ks.kekPath = kekFile
+	case inline != "":
+		ks.inline = inline
 	}
-	if err != nil {
+	var conf string
+	if ks.kekPath == "" && (ks.inline == "" || ks.ringFlag == "") {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return fmt.Errorf("no -kek, SOP_PME_KEK_FILE or SOP_PME_KEK, and no user configuration directory: %w", err)
+		}
+		conf = filepath.Join(dir, "sop-pme")
+		if ks.kekPath == "" && ks.inline == "" {
+			ks.kekPath = filepath.Join(conf, "kek")
+		}
+	}
+	switch {
+	case ks.ringFlag != "":
+		ks.ringPath = ks.ringFlag
+	case ks.kekPath != "":
+		ks.ringPath = filepath.Join(filepath.Dir(ks.kekPath), "keyring")
+	default:
+		ks.ringPath = filepath.Join(conf, "keyring")
+	}
+	return nil
+}
+
+// inside reports whether path is in the directory dir or below it.
+func inside(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// kek returns the KEK. With create, a missing KEK file is created
+// (exclusively, mode 0600, with its directory 0700 if that is missing).
+func (ks *keySource) kek(store string, create bool, out io.Writer) (keyring.KEK, error) {
+	if ks.inline != "" {
+		raw, err := base64.StdEncoding.Strict().DecodeString(strings.TrimSpace(ks.inline))
+		if err != nil {
+			return keyring.KEK{}, errors.New("SOP_PME_KEK is not standard base64")
+		}
+		defer clear(raw)
+		return keyring.KEKFromBytes(raw)
+	}
+	if inside(ks.kekPath, store) {
+		return keyring.KEK{}, fmt.Errorf("the KEK file %s is inside the store %s, which is the untrusted side: keep it elsewhere (-kek)", ks.kekPath, store)
+	}
+	if !create {
+		k, err := keyring.LoadKEKFile(ks.kekPath)
+		if errors.Is(err, fs.ErrNotExist) {
+			return k, fmt.Errorf("no KEK at %s (give -kek FILE, SOP_PME_KEK_FILE or SOP_PME_KEK; sop-pme demo creates one)", ks.kekPath)
+		}
+		return k, err
+	}
+	if err := os.MkdirAll(filepath.Dir(ks.kekPath), 0o700); err != nil {
 		return keyring.KEK{}, err
 	}
-	return keyring.KEKFromBytes(b)
+	k, created, err := keyring.LoadOrCreateKEKFile(ks.kekPath)
+	if err == nil && created {
+		fmt.Fprintf(out, "created a new KEK in %s: keep it safe and apart from the store; without it no DEK can be unwrapped\n", ks.kekPath)
+	}
+	return k, err
 }
 
-// command parses a command's flags (-store, -id unless it is demo, and
-// those extra adds) and opens the store and its keyring.
-func command(name string, args []string, extra func(*flag.FlagSet)) (*env, storageid.ID, error) {
+// open opens the keyring under the KEK: read-only unless write, and
+// created (with the KEK) only if write.
+func (ks *keySource) open(ctx context.Context, store string, write bool, out io.Writer) (*keyring.Ring, error) {
+	if err := ks.resolve(); err != nil {
+		return nil, err
+	}
+	if inside(ks.ringPath, store) {
+		return nil, fmt.Errorf("the keyring %s is inside the store %s, which is the untrusted side: keep it elsewhere (-keyring)", ks.ringPath, store)
+	}
+	kek, err := ks.kek(store, write, out)
+	if err != nil {
+		return nil, err
+	}
+	if !write {
+		ring, err := keyring.Open(ctx, ks.ringPath, kek, keyring.WithReadOnly())
+		if errors.Is(err, keyring.ErrNoRing) {
+			return nil, fmt.Errorf("no keyring at %s (give -keyring FILE; sop-pme demo creates one)", ks.ringPath)
+		}
+		return ring, err
+	}
+	if err := os.MkdirAll(filepath.Dir(ks.ringPath), 0o700); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(ks.ringPath)
+	ring, err := keyring.Open(ctx, ks.ringPath, kek, keyring.WithCreate())
+	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
+		fmt.Fprintf(out, "created a keyring in %s\n", ks.ringPath)
+	}
+	return ring, err
+}
+
+// command parses a command's flags (-store, -kek, -keyring, -id unless it
+// is demo or migrate, and those extra adds) and opens the store and its
+// keyring, for writing if write.
+func command(ctx context.Context, name string, args []string, write bool, out io.Writer, extra func(*flag.FlagSet)) (*env, storageid.ID, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	dir := fs.String("store", "demo-store", "directory of the blob store")
-	idStr := fs.String("id", "", "storage_id of the object (64 hex digits)")
+	var ks keySource
+	addKeyFlags(fs, &ks)
+	var idStr *string
+	if name != "demo" && name != "migrate" {
+		idStr = fs.String("id", "", "storage_id of the object (64 hex digits)")
+	}
 	if extra != nil {
 		extra(fs)
 	}
@@ -125,19 +258,28 @@ func command(name string, args []string, extra func(*flag.FlagSet)) (*env, stora
 		return nil, storageid.ID{}, err
 	}
 	var id storageid.ID
-	if name != "demo" {
+	if idStr != nil {
 		var err error
 		if id, err = storageid.Parse(*idStr); err != nil {
 			return nil, id, err
 		}
 	}
-	e, err := openEnv(*dir, name == "demo")
+	if name == "migrate" {
+		// migrate reads the old files in the store directory, and needs
+		// only the keyring.
+		ring, err := ks.open(ctx, *dir, write, out)
+		if err != nil {
+			return nil, id, err
+		}
+		return &env{dir: *dir, ring: ring, keys: ks}, id, nil
+	}
+	e, err := openEnv(ctx, *dir, ks, write, out)
 	return e, id, err
 }
 
 func demo(ctx context.Context, out io.Writer, args []string) error {
 	var rows int
-	e, _, err := command("demo", args, func(fs *flag.FlagSet) { fs.IntVar(&rows, "rows", 100_000, "rows to write") })
+	e, _, err := command(ctx, "demo", args, true, out, func(fs *flag.FlagSet) { fs.IntVar(&rows, "rows", 100_000, "rows to write") })
 	if err != nil {
 		return err
 	}
@@ -162,7 +304,12 @@ func demo(ctx context.Context, out io.Writer, args []string) error {
 	fmt.Fprintf(out, "size           %d bytes (Padmé target of the unpadded size)\n", obj.Size)
 	fmt.Fprintf(out, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", obj.UnpaddedSize)
 	fmt.Fprintf(out, "key_ref        %s (opaque; resolves nothing)\n", obj.KeyRef)
-	fmt.Fprintf(out, "DEK            %v, wrapped in %s\n\n", obj.DEK, filepath.Join(e.dir, "keyring.json"))
+	fmt.Fprintf(out, "DEK            %v, wrapped in %s\n", obj.DEK, e.ring.Path())
+	if e.keys.kekPath != "" {
+		fmt.Fprintf(out, "KEK            in %s (not in the store)\n\n", e.keys.kekPath)
+	} else {
+		fmt.Fprintf(out, "KEK            from SOP_PME_KEK\n\n")
+	}
 
 	r, err := reader.Open(ctx, e.store, obj.StorageID, e.ring)
 	if err != nil {
@@ -182,7 +329,14 @@ func demo(ctx context.Context, out io.Writer, args []string) error {
 		return err
 	}
 	fmt.Fprintln(out, rep)
-	fmt.Fprintf(out, "\nnext: go run ./cmd/sop-pme read -store %s -id %s -limit 5\n", e.dir, obj.StorageID)
+	var keyArgs string
+	if e.keys.kekFlag != "" {
+		keyArgs += " -kek " + e.keys.kekFlag
+	}
+	if e.keys.ringFlag != "" {
+		keyArgs += " -keyring " + e.keys.ringFlag
+	}
+	fmt.Fprintf(out, "\nnext: go run ./cmd/sop-pme read -store %s%s -id %s -limit 5\n", e.dir, keyArgs, obj.StorageID)
 	return nil
 }
 
@@ -236,7 +390,7 @@ func sumColumn(ctx context.Context, r *reader.Reader, id int32) (n, sum int64, e
 func read(ctx context.Context, out io.Writer, args []string) error {
 	var fieldList string
 	var limit int64
-	e, id, err := command("read", args, func(fs *flag.FlagSet) {
+	e, id, err := command(ctx, "read", args, false, out, func(fs *flag.FlagSet) {
 		fs.StringVar(&fieldList, "fields", "", "comma-separated field IDs to project (default: all)")
 		fs.Int64Var(&limit, "limit", 20, "rows to print")
 	})
@@ -283,7 +437,7 @@ func read(ctx context.Context, out io.Writer, args []string) error {
 }
 
 func verifyCmd(ctx context.Context, out io.Writer, args []string) error {
-	e, id, err := command("verify", args, nil)
+	e, id, err := command(ctx, "verify", args, false, out, nil)
 	if err != nil {
 		return err
 	}
@@ -299,7 +453,7 @@ func verifyCmd(ctx context.Context, out io.Writer, args []string) error {
 }
 
 func check(ctx context.Context, out io.Writer, args []string) error {
-	e, id, err := command("check", args, nil)
+	e, id, err := command(ctx, "check", args, false, out, nil)
 	if err != nil {
 		return err
 	}
@@ -311,5 +465,33 @@ func check(ctx context.Context, out io.Writer, args []string) error {
 	if !rep.Conformant() {
 		return errNotConformant
 	}
+	return nil
+}
+
+// migrate imports the keyring of earlier versions, DIR/keyring.json with
+// its KEK in DIR/kek, into the keyring (created with its KEK if need be).
+// It changes nothing in the store: once the objects read, delete DIR/kek
+// and DIR/keyring.json by hand.
+func migrate(ctx context.Context, out io.Writer, args []string) error {
+	e, _, err := command(ctx, "migrate", args, true, out, nil)
+	if err != nil {
+		return err
+	}
+	oldPath, oldKEK := filepath.Join(e.dir, "keyring.json"), filepath.Join(e.dir, "kek")
+	raw, err := os.ReadFile(oldKEK)
+	if err != nil {
+		return fmt.Errorf("no KEK of an earlier version: %w", err)
+	}
+	kek, err := keyring.KEKFromBytes(raw)
+	clear(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", oldKEK, err)
+	}
+	n, err := e.ring.ImportV1(ctx, oldPath, kek)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "imported %d DEKs from %s into %s\n", n, oldPath, e.ring.Path())
+	fmt.Fprintf(out, "once the objects read, delete %s and %s: a KEK in the store is exposed\n", oldKEK, oldPath)
 	return nil
 }
