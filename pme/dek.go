@@ -23,9 +23,13 @@ const MaxModules = 1 << 32
 // per-object random DEK; column key: same per-object random DEK").
 //
 // A DEK never prints: String, GoString and every fmt verb show a redacted
-// placeholder, so that logging an Object or an error never leaks a key. The
-// raw key leaves only through Bytes, for the key-management layer that wraps
-// it (Section 11.6).
+// placeholder, so that logging an Object or an error never leaks a key. In
+// an unexported struct field fmt cannot call those methods and prints what
+// it finds, so the key sits two pointers deep: fmt prints the pointer there
+// as an address, and even for a verb a pointer does not take (%s, %q),
+// where it prints the struct the pointer points to, it prints the pointers
+// inside that struct as addresses. The raw key leaves only through Bytes,
+// for the key-management layer that wraps it (Section 11.6).
 //
 // A DEK counts the modules it seals and refuses to seal past MaxModules. The
 // count is shared by copies of the same DEK value, not by two DEKs made from
@@ -37,7 +41,7 @@ type DEK struct {
 }
 
 type dekState struct {
-	key    []byte
+	key    *[]byte // a pointer, so that fmt never prints the bytes
 	aead   cipher.AEAD // nonce ‖ ciphertext ‖ tag, nonce from crypto/rand
 	sealed atomic.Uint64
 }
@@ -74,7 +78,7 @@ func newDEK(key []byte) (DEK, error) {
 	if err != nil {
 		return DEK{}, fmt.Errorf("pme: %w", err)
 	}
-	return DEK{&dekState{key: key, aead: aead}}, nil
+	return DEK{&dekState{key: &key, aead: aead}}, nil
 }
 
 // Bytes returns a copy of the raw key, for wrapping it under a key-encryption
@@ -84,7 +88,7 @@ func (k DEK) Bytes() []byte {
 	if k.s == nil {
 		return nil
 	}
-	return append([]byte(nil), k.s.key...)
+	return append([]byte(nil), *k.s.key...)
 }
 
 // Len returns the key size in bytes (16, 24 or 32), or 0 for the zero DEK.
@@ -92,7 +96,7 @@ func (k DEK) Len() int {
 	if k.s == nil {
 		return 0
 	}
-	return len(k.s.key)
+	return len(*k.s.key)
 }
 
 // IsZero reports whether k is the zero DEK, which holds no key.
@@ -103,7 +107,7 @@ func (k DEK) Equal(o DEK) bool {
 	if k.s == nil || o.s == nil {
 		return k.s == o.s
 	}
-	return subtle.ConstantTimeCompare(k.s.key, o.s.key) == 1
+	return subtle.ConstantTimeCompare(*k.s.key, *o.s.key) == 1
 }
 
 const redacted = "pme.DEK(REDACTED)"

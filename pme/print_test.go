@@ -28,10 +28,9 @@ type DEKHolder struct {
 // TestDEKPrinting prints a DEK in every position fmt reaches, exported and
 // unexported, where fmt cannot call Format and prints what it finds.
 //
-// %s and %q are not in the list because they do print the key of a DEK in
-// an unexported field: for a verb a pointer does not take, fmt prints the
-// struct the pointer points to (&{[12 34 …] …}). keyring.KEK avoids it by
-// keeping its key one pointer deeper; DEK needs the same change.
+// %s and %q are in the list because, for a verb a pointer does not take,
+// fmt prints the struct the pointer points to (&{…}): the key sits one
+// pointer deeper, where fmt prints an address.
 func TestDEKPrinting(t *testing.T) {
 	d := pme.NewDEK()
 	h := DEKHolder{D: d, d: d, P: &d, p: &d, in: dekInner{d}, In: dekInner{d},
@@ -47,7 +46,7 @@ func TestDEKPrinting(t *testing.T) {
 		fmt.Sprint(key), fmt.Sprintf("%v", key[:8])[1:20], fmt.Sprintf("%#v", key)[8:40],
 	}
 	for name, v := range values {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%x", "%X", "%d"} {
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
 			out := fmt.Sprintf(verb, v)
 			for _, f := range forms {
 				if strings.Contains(out, f) {
