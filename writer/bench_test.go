@@ -40,7 +40,7 @@ func plaintextProps() *parquet.WriterProperties {
 	)
 }
 
-func writePlaintext(b *testing.B, schema *arrow.Schema, rec arrow.RecordBatch, buf *bytes.Buffer) {
+func writePlaintext(b testing.TB, schema *arrow.Schema, rec arrow.RecordBatch, buf *bytes.Buffer) {
 	buf.Reset()
 	fw, err := pqarrow.NewFileWriter(schema, buf, plaintextProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {

@@ -55,7 +55,7 @@ type config struct {
 	rowGroupBytes int64
 	dataPageSize  int64
 	pageVersion   DataPageVersion
-	dictionary    bool
+	dictionary    dictionaryMode
 	keyValues     [][2]string
 	progress      func(Progress)
 	parallelism   int
@@ -69,7 +69,7 @@ func defaultConfig() config {
 		rowGroupBytes: DefaultRowGroupBytes,
 		dataPageSize:  DefaultDataPageSize,
 		pageVersion:   DataPageV1,
-		dictionary:    true,
+		dictionary:    dictionaryAuto,
 		parallelism:   runtime.GOMAXPROCS(0),
 	}
 }
@@ -143,11 +143,28 @@ func WithDataPageVersion(v DataPageVersion) Option {
 	}
 }
 
-// WithDictionary turns dictionary encoding on (the default) or off, in which
-// case every column is written in plain encoding.
+// dictionaryMode says where dictionary encoding is used.
+type dictionaryMode int
+
+const (
+	dictionaryAuto dictionaryMode = iota // where it pays (the default)
+	dictionaryOn                         // every column that can have one
+	dictionaryOff                        // no column
+)
+
+// WithDictionary turns dictionary encoding on for every column (arrow-go
+// never dictionary-encodes booleans) or off for every column, in which case
+// every column is written in plain encoding. By default the writer decides
+// per column and row group, as DuckDB does: a column is dictionary-encoded
+// only where, from a sample of the row group's values, the dictionary and
+// its indices come out smaller than the plain values and the dictionary fits
+// its page; other columns are plain from their first page.
 func WithDictionary(on bool) Option {
 	return func(cfg *config) error {
-		cfg.dictionary = on
+		cfg.dictionary = dictionaryOff
+		if on {
+			cfg.dictionary = dictionaryOn
+		}
 		return nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -109,7 +110,7 @@ func release(recs []arrow.RecordBatch) {
 func (p *pipeline) encode(j *job) (*bytes.Buffer, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Grow(int(min(j.bytes, 1<<30)) + 64<<10)
-	fw, err := pqarrow.NewFileWriter(p.schema, nopCloser{buf}, p.cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := pqarrow.NewFileWriter(p.schema, nopCloser{buf}, p.cfg.parquetProps(p.encodingChoices(j.recs)...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return buf, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
@@ -123,6 +124,16 @@ func (p *pipeline) encode(j *job) (*bytes.Buffer, error) {
 		return buf, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
 	return buf, nil
+}
+
+// encodingChoices returns the per-column properties for a row group of
+// recs: the dictionary choices, unless WithDictionary decided for every
+// column.
+func (p *pipeline) encodingChoices(recs []arrow.RecordBatch) []parquet.WriterProperty {
+	if p.cfg.dictionary != dictionaryAuto {
+		return nil
+	}
+	return dictionaryChoices(recs)
 }
 
 // seal takes the encoded row groups in order and seals them.

@@ -123,7 +123,7 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 	return w, nil
 }
 
-func (cfg config) parquetProps() *parquet.WriterProperties {
+func (cfg config) parquetProps(extra ...parquet.WriterProperty) *parquet.WriterProperties {
 	codec := map[Codec]compress.Compression{
 		Zstd:         compress.Codecs.Zstd,
 		Snappy:       compress.Codecs.Snappy,
@@ -133,17 +133,17 @@ func (cfg config) parquetProps() *parquet.WriterProperties {
 	if cfg.pageVersion == DataPageV2 {
 		version = parquet.DataPageV2
 	}
-	return parquet.NewWriterProperties(
+	return parquet.NewWriterProperties(append([]parquet.WriterProperty{
 		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(cfg.rowGroupRows),
 		parquet.WithDataPageSize(cfg.dataPageSize),
 		parquet.WithDataPageVersion(version),
-		parquet.WithDictionaryDefault(cfg.dictionary),
+		parquet.WithDictionaryDefault(cfg.dictionary != dictionaryOff),
 		parquet.WithStats(true),
 		// SOP-PME-1, as DuckDB, has no page index and no bloom filters.
 		parquet.WithPageIndexEnabled(false),
 		parquet.WithBloomFilterEnabled(false),
-	)
+	}, extra...)...)
 }
 
 // Write adds the rows of rec to the object. rec's schema must equal the
