@@ -43,11 +43,15 @@ func TestDictionaryPays(t *testing.T) {
 		{true, "i-small", func(b array.Builder, i int) { b.(*array.Int64Builder).Append(int64(i % 100)) }},
 		{false, "f-random", func(b array.Builder, i int) { b.(*array.Float64Builder).Append(rng.NormFloat64()) }},
 		{true, "f-prices", func(b array.Builder, i int) { b.(*array.Float64Builder).Append(float64(rng.IntN(500)) / 4) }},
-		{true, "s-categories", func(b array.Builder, i int) { b.(*array.StringBuilder).Append(fmt.Sprintf("category-%03d", rng.IntN(300))) }},
+		{true, "s-categories", func(b array.Builder, i int) {
+			b.(*array.StringBuilder).Append(fmt.Sprintf("category-%03d", rng.IntN(300)))
+		}},
 		{false, "s-50k-distinct", func(b array.Builder, i int) {
 			b.(*array.StringBuilder).Append(fmt.Sprintf("customer-name-%09d", rng.IntN(50_000)))
 		}},
-		{false, "s-unique", func(b array.Builder, i int) { b.(*array.StringBuilder).Append(fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())) }},
+		{false, "s-unique", func(b array.Builder, i int) {
+			b.(*array.StringBuilder).Append(fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64()))
+		}},
 	} {
 		name, rec := col(c.name, c.fill)
 		pays, ok := dictionaryPays([]arrow.RecordBatch{rec}, 0, rows)
