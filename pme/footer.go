@@ -281,13 +281,20 @@ func (f *Footer) padEntry() (*thrift.Struct, error) {
 	return entry, nil
 }
 
+// ArrowSchemaKey is the footer key-value entry in which Arrow writers store
+// the serialized Arrow schema (an Arrow IPC message, base64).
+const ArrowSchemaKey = "ARROW:schema"
+
 // StripForReading prepares a decrypted footer for a Parquet decoder: it
 // removes every key-value entry whose key starts with padme.PadKey, which
-// readers must ignore and never show (Section 11.8), and every reference to
-// bytes outside the column chunks (page indexes, bloom filters, column
-// crypto metadata), which a SOP-PME-1 reader never reads.
+// readers must ignore and never show (Section 11.8); the ARROW:schema entry,
+// an Arrow IPC message written by the producer, which a reader must not hand
+// to an IPC decoder (its lengths are untrusted: a SOP-PME-1 reader derives
+// the Arrow schema from the Parquet schema); and every reference to bytes
+// outside the column chunks (page indexes, bloom filters, column crypto
+// metadata), which a SOP-PME-1 reader never reads.
 func (f *Footer) StripForReading() {
-	f.stripReserved()
+	f.stripKeys(func(k string) bool { return padme.IsReserved(k) || k == ArrowSchemaKey })
 	rgs, err := f.rowGroups()
 	if err != nil {
 		return
@@ -307,7 +314,8 @@ func (f *Footer) StripForReading() {
 	}
 }
 
-func (f *Footer) stripReserved() {
+// stripKeys removes the key-value entries whose key drop reports.
+func (f *Footer) stripKeys(drop func(key string) bool) {
 	v := f.meta.Field(fmdKeyValueMetadata)
 	if v == nil || v.Type != thrift.TypeList {
 		return
@@ -315,7 +323,7 @@ func (f *Footer) stripReserved() {
 	items := v.List.Items[:0]
 	for _, it := range v.List.Items {
 		if it.Struct != nil {
-			if k, err := it.Struct.Binary(kvKey); err == nil && padme.IsReserved(string(k)) {
+			if k, err := it.Struct.Binary(kvKey); err == nil && drop(string(k)) {
 				continue
 			}
 		}

@@ -1,0 +1,173 @@
+package hostile
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/internal/thrift"
+	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/writer"
+)
+
+// A Case is one hostile object: Build makes it, sealed under dek (the
+// object verifies against its storage_id once imported, and every module
+// opens under dek). Rule is the rule it breaks. Want is the error that
+// reader.Open, or a full Scan drained to its end, must return (errors.Is
+// matches it), or nil if the object must read: its hostile part is one the
+// reader ignores.
+//
+// Whatever the case, reader.Open, Scan and reader.Check return, without a
+// panic and within the memory bound the reader documents.
+type Case struct {
+	Name  string
+	Rule  string
+	Want  error
+	Build func(dek pme.DEK) ([]byte, error)
+}
+
+// Cases returns the hostile cases, each built from a small object the
+// writer makes, so that they are reproducible (their bytes differ from run
+// to run only by nonces, DEKs and key_refs).
+func Cases() []Case {
+	return []Case{
+		// The Arrow schema the writer stores in the footer (ARROW:schema)
+		// is untrusted: the reader derives the Arrow schema from the
+		// Parquet schema and never decodes the entry.
+		{"arrow-schema-body-length", "ARROW:schema is ignored: its IPC message's bodyLength (here ~32 GiB) is never allocated", nil,
+			arrowSchema(func(msg []byte) []byte {
+				// Grow the Message vtable by one entry: bodyLength now
+				// reads 8 bytes of the table, 0x0000000800080004.
+				binary.LittleEndian.PutUint16(msg[8+6:], 12)
+				return msg
+			})},
+		{"arrow-schema-metadata-length", "ARROW:schema is ignored: its IPC metadata length prefix (here 2 GiB) is never allocated", nil,
+			arrowSchema(func(msg []byte) []byte {
+				binary.LittleEndian.PutUint32(msg[4:], 0x7ffffff8)
+				return msg
+			})},
+		{"arrow-schema-field-count", "ARROW:schema is ignored: its flatbuffer vector lengths are never trusted", nil,
+			arrowSchema(func(msg []byte) []byte {
+				// The Schema's fields vector: 3 fields, then their offsets.
+				i := bytes.Index(msg, []byte{3, 0, 0, 0, 0xf4, 0, 0, 0})
+				if i < 0 {
+					return nil
+				}
+				binary.LittleEndian.PutUint32(msg[i:], 0x7fffffff)
+				return msg
+			})},
+		{"arrow-schema-garbage", "ARROW:schema is ignored: an entry that is not an IPC message does not stop the read", nil,
+			arrowSchema(func([]byte) []byte { return []byte("not an IPC message") })},
+		{"arrow-schema-lies", "ARROW:schema is ignored: a stored schema whose types contradict the Parquet schema does not retype the columns", nil,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := Base("flat", 200)
+				if err != nil {
+					return nil, err
+				}
+				lie := arrow.NewSchema([]arrow.Field{
+					{Name: "a", Type: arrow.BinaryTypes.LargeString, Metadata: fid(1)},
+					{Name: "s", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, Nullable: true, Metadata: fid(2)},
+					{Name: "x", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "Mars/Olympus"}, Metadata: fid(3)},
+				}, nil)
+				o.SetKeyValue("ARROW:schema", []byte(base64.StdEncoding.EncodeToString(flight.SerializeSchema(lie, memory.DefaultAllocator))))
+				return o.SealPadded(dek)
+			}},
+	}
+}
+
+func element(name string, children int, repetition int32, id int32) thrift.Value {
+	s := thrift.NewStruct()
+	s.Set(SEName, thrift.Binary([]byte(name)))
+	if repetition >= 0 {
+		s.Set(SERepetition, thrift.I32(repetition))
+	}
+	if children > 0 {
+		s.Set(SENumChild, thrift.I32(int32(children)))
+	}
+	if id >= 0 {
+		s.Set(SEFieldID, thrift.I32(id))
+	}
+	return thrift.StructValue(s)
+}
+
+func (o *Object) dropKeyValue(key string) {
+	v := o.Footer.Field(FMDKeyValue)
+	if v == nil || v.List == nil {
+		return
+	}
+	items := v.List.Items[:0]
+	for _, it := range v.List.Items {
+		if k, _ := it.Struct.Binary(KVKey); string(k) != key {
+			items = append(items, it)
+		}
+	}
+	v.List.Items = items
+}
+
+// arrowSchema returns a Build that replaces the footer's ARROW:schema entry
+// of a flat object by edit of its decoded IPC message.
+func arrowSchema(edit func(msg []byte) []byte) func(pme.DEK) ([]byte, error) {
+	return func(dek pme.DEK) ([]byte, error) {
+		o, err := Base("flat", 200)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := o.KeyValue("ARROW:schema")
+		if !ok {
+			return nil, errors.New("hostile: no ARROW:schema entry")
+		}
+		msg, err := base64.StdEncoding.DecodeString(string(v))
+		if err != nil {
+			return nil, err
+		}
+		if msg = edit(msg); msg == nil {
+			return nil, errors.New("hostile: ARROW:schema has an unexpected layout")
+		}
+		o.SetKeyValue("ARROW:schema", []byte(base64.StdEncoding.EncodeToString(msg)))
+		return o.SealPadded(dek)
+	}
+}
+
+// onePage returns a Build that edits a flat object of one row group whose
+// column chunks are one uncompressed PLAIN data page each.
+func onePage(edit func(o *Object) error) func(pme.DEK) ([]byte, error) {
+	return func(dek pme.DEK) ([]byte, error) {
+		o, err := Base("flat", 200, writer.WithDictionary(false), writer.WithCodec(writer.Uncompressed))
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range o.Chunks[0] {
+			if len(c.Pages) != 1 {
+				return nil, fmt.Errorf("hostile: base chunk of %d pages", len(c.Pages))
+			}
+		}
+		if err := edit(o); err != nil {
+			return nil, err
+		}
+		return o.SealPadded(dek)
+	}
+}
+
+// dictPage returns a Build that edits the dictionary-encoded string column
+// of a flat object.
+func dictPage(edit func(o *Object, c *Chunk) error) func(pme.DEK) ([]byte, error) {
+	return func(dek pme.DEK) ([]byte, error) {
+		o, err := Base("flat", 200, writer.WithCodec(writer.Uncompressed))
+		if err != nil {
+			return nil, err
+		}
+		c := o.Chunks[0][1]
+		if c.DictPage != 0 {
+			return nil, errors.New("hostile: base string column has no dictionary page")
+		}
+		if err := edit(o, c); err != nil {
+			return nil, err
+		}
+		return o.SealPadded(dek)
+	}
+}
