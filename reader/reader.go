@@ -63,21 +63,23 @@ const minObjectSize = 4 + 5 + pme.Overhead + pme.TrailerSize
 // A Reader reads one SOP-PME-1 object. It is safe for concurrent use; each
 // Scan reads independently.
 type Reader struct {
-	id       storageid.ID
-	vr       *verify.Reader
-	src      verify.Source
-	dek      pme.DEK
-	meta     *metadata.FileMetaData // the decrypted footer, padding entries removed
-	schema   *arrow.Schema
-	kv       arrow.Metadata
-	fields   []pme.Field
-	chunks   []pme.Span   // every column chunk, sorted by offset
-	grid     [][]pme.Span // the column chunks by row group and leaf column
-	maxChunk int64
-	ctPool   sync.Pool // buffers for the modules of a chunk (ciphertext only)
-	nrg      int
-	alloc    memory.Allocator
-	verified atomic.Bool
+	id        storageid.ID
+	vr        *verify.Reader
+	src       verify.Source
+	dek       pme.DEK
+	meta      *metadata.FileMetaData // the decrypted footer, padding entries removed
+	schema    *arrow.Schema
+	kv        arrow.Metadata
+	fields    []pme.Field
+	chunks    []pme.Span   // every column chunk, sorted by offset
+	grid      [][]pme.Span // the column chunks by row group and leaf column
+	info      map[int64]chunkInfo
+	numLeaves int
+	maxChunk  int64
+	ctPool    sync.Pool // buffers for the modules of a chunk (ciphertext only)
+	nrg       int
+	alloc     memory.Allocator
+	verified  atomic.Bool
 }
 
 // An Option configures Open.
@@ -225,29 +227,72 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 		keys, values = append(keys, kv.Key), append(values, string(kv.Value))
 	}
 	r.kv = arrow.NewMetadata(keys, values)
-	if r.meta, err = metadata.NewFileMetaData(footer.Append(nil), nil); err != nil {
-		return fmt.Errorf("%w: footer: %v", pme.ErrFormat, err)
-	}
-	pf, _, err := r.open(context.Background(), nil)
-	if err != nil {
-		return err
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, r.alloc)
-	if err != nil {
-		return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
-	}
-	if r.schema, err = fr.Schema(); err != nil {
-		return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+	// arrow-go builds its own view of the footer and derives the Arrow
+	// schema from the Parquet schema alone: StripForReading removed the
+	// stored ARROW:schema. A panic there is a malformed footer.
+	return catch(pme.ErrFormat, func() error {
+		if r.meta, err = metadata.NewFileMetaData(footer.Append(nil), nil); err != nil {
+			return fmt.Errorf("%w: footer: %v", pme.ErrFormat, err)
+		}
+		if err := r.loadChunkInfo(); err != nil {
+			return err
+		}
+		pf, _, err := r.open(context.Background(), nil, nil)
+		if err != nil {
+			return err
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, r.alloc)
+		if err != nil {
+			return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+		}
+		if r.schema, err = fr.Schema(); err != nil {
+			return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+		}
+		return nil
+	})
+}
+
+// loadChunkInfo records, for each column chunk, what its pages must agree
+// with (see checkPages).
+func (r *Reader) loadChunkInfo() error {
+	sch := r.meta.Schema
+	r.numLeaves = sch.NumColumns()
+	r.info = make(map[int64]chunkInfo, len(r.chunks))
+	for i, spans := range r.grid {
+		rg := r.meta.RowGroup(i)
+		if rg.NumColumns() != sch.NumColumns() || rg.NumRows() < 0 {
+			return fmt.Errorf("%w: row group %d has %d column chunks and %d rows; the schema has %d columns", ErrFormat, i, rg.NumColumns(), rg.NumRows(), sch.NumColumns())
+		}
+		for j, c := range spans {
+			cc, err := rg.ColumnChunk(j)
+			if err != nil {
+				return fmt.Errorf("%w: row group %d column %d: %v", ErrFormat, i, j, err)
+			}
+			if cc.NumValues() < 0 {
+				return fmt.Errorf("%w: row group %d column %d: num_values %d", ErrFormat, i, j, cc.NumValues())
+			}
+			r.info[c.Off] = chunkInfo{
+				rowGroup: i, column: j,
+				rows: rg.NumRows(), values: cc.NumValues(),
+				codec:    cc.Compression(),
+				repeated: sch.Column(j).MaxRepetitionLevel() > 0,
+			}
+		}
 	}
 	return nil
 }
 
 // open returns an arrow-go file reader over a plaintext view of the object,
-// which prefetches chunks in the given order, and the view.
-func (r *Reader) open(ctx context.Context, order []pme.Span) (*file.Reader, *plainView, error) {
+// which prefetches chunks in the given order, and the view. A scan passes
+// its budget, which arrow-go then allocates through.
+func (r *Reader) open(ctx context.Context, order []pme.Span, b *budget) (*file.Reader, *plainView, error) {
 	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size(), order: order, ctPool: &r.ctPool,
-		plainLen: make(map[int64]int64), ahead: make(map[int64]*prefetch)}
-	props := parquet.NewReaderProperties(r.alloc)
+		info: r.info, budget: b, plainLen: make(map[int64]int64), ahead: make(map[int64]*prefetch)}
+	var mem memory.Allocator = r.alloc
+	if b != nil {
+		mem = b
+	}
+	props := parquet.NewReaderProperties(mem)
 	// One buffered stream per column chunk, as large as the chunk: arrow-go
 	// then reads a chunk with one ReadAt and meets the end of its plaintext
 	// as io.EOF (see plainView).
@@ -306,6 +351,7 @@ type scanConfig struct {
 	fieldIDs  []int32
 	rowGroups []int
 	batch     int64
+	memLimit  int64
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs
@@ -346,12 +392,36 @@ func WithBatchSize(n int64) ScanOption {
 	}
 }
 
+// WithMemoryLimit sets the memory, in bytes, a scan's decoder may use: its
+// column decoders (64 KiB for each leaf column the scan reads) and what
+// decoding one batch allocates through the allocator and does not free.
+// The default is 48 MiB plus 16 bytes per byte of the column chunks the
+// columns decode, which bounds what an object can make the decoder
+// allocate (a dictionary of long strings, or a run of nulls, decodes to far
+// more than its bytes) by what the scan reads, whatever the footer claims.
+// A scan whose column decoders do not fit fails at once, and a batch beyond
+// the limit makes the record reader fail, with an error matching
+// ErrMemoryLimit. Lower WithBatchSize, or project fewer fields, to need
+// less.
+func WithMemoryLimit(n int64) ScanOption {
+	return func(c *scanConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: memory limit %d", ErrOption, n)
+		}
+		c.memLimit = n
+		return nil
+	}
+}
+
 // Scan returns a reader of the object's rows as Arrow records, projected and
 // restricted by opts. It reads one row group at a time: memory is bounded by
-// the projected column chunks of one row group. Each chunk is verified
-// against storage_id before it is decrypted; a chunk that fails makes the
-// record reader fail, with an error matching verify.ErrVerify (or
-// pme.ErrAuth), before any of its rows are returned. ctx bounds the scan.
+// the projected column chunks of one row group, and what decoding a batch
+// allocates by WithMemoryLimit. Each chunk is verified against storage_id
+// before it is decrypted, and its pages are checked against the footer
+// before they are decoded; a chunk that fails makes the record reader fail,
+// with an error matching verify.ErrVerify, pme.ErrAuth or ErrFormat, before
+// any of its rows are returned. An error of the decoder matches ErrDecode:
+// no panic of the decoder escapes the record reader. ctx bounds the scan.
 func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordReader, error) {
 	cfg := scanConfig{batch: 1 << 16}
 	for _, o := range opts {
@@ -392,42 +462,53 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			}
 		}
 	}
+	// The column decoders must fit the memory limit before any is built.
+	ncols := len(cols)
+	if cols == nil {
+		ncols = r.numLeaves
+	}
+	b := newBudget(r.alloc, cfg.memLimit, ncols)
+	var first int64
+	if len(rgs) > 0 {
+		for _, c := range order[:min(len(order), ncols)] {
+			first += c.Len
+		}
+	}
+	if !b.fits(first) {
+		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d; project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first))
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	pf, view, err := r.open(ctx, order)
+	pf, view, err := r.open(ctx, order, b)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch}, r.alloc)
+	// Parallel stays false: arrow-go then decodes in the goroutine that
+	// calls Next, where scanReader catches its panics. (It builds the
+	// readers of a struct's children in goroutines, which read nothing.)
+	var rr pqarrow.RecordReader
+	err = catch(ErrDecode, func() error {
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b)
+		if err != nil {
+			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
+		}
+		if rr, err = fr.GetRecordReader(ctx, cols, rgs); err != nil {
+			return fmt.Errorf("%w: %w", ErrDecode, err)
+		}
+		return nil
+	})
+	if err == nil && b.overBuilt(first) {
+		rr.Release()
+		err = fmt.Errorf("%w: the column decoders need more than %d bytes", ErrMemoryLimit, b.total(first))
+	}
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)
+		view.close()
+		return nil, err
 	}
-	rr, err := fr.GetRecordReader(ctx, cols, rgs)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("reader: %w", err)
-	}
-	sr := &scanReader{RecordReader: rr, done: func() { cancel(); view.close() }}
+	sr := &scanReader{rr: rr, view: view, budget: b, done: func() { cancel(); view.close() }}
 	sr.refs.Store(1)
 	return sr, nil
-}
-
-// scanReader is the RecordReader of a Scan: when its last reference is
-// released, the scan's prefetches stop and their plaintext is cleared.
-type scanReader struct {
-	array.RecordReader
-	refs atomic.Int64
-	done func()
-}
-
-func (s *scanReader) Retain() { s.refs.Add(1) }
-
-func (s *scanReader) Release() {
-	if s.refs.Add(-1) == 0 {
-		s.RecordReader.Release()
-		s.done()
-	}
 }
 
 // leaves maps field IDs to the indices of the leaf columns under them.

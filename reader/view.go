@@ -37,8 +37,10 @@ type plainView struct {
 	dek    pme.DEK
 	chunks []pme.Span // every chunk, sorted by offset
 	size   int64
-	order  []pme.Span // the chunks the scan reads, in its order (may be nil)
-	ctPool *sync.Pool // of *[]byte: buffers for chunks' modules, shared by the Reader's scans
+	order  []pme.Span          // the chunks the scan reads, in its order (may be nil)
+	ctPool *sync.Pool          // of *[]byte: buffers for chunks' modules, shared by the Reader's scans
+	info   map[int64]chunkInfo // by chunk offset: what the footer says of it
+	budget *budget             // the scan's decoding budget (nil outside a scan)
 
 	mu       sync.Mutex
 	plainLen map[int64]int64     // chunk offset → plaintext length, once opened
@@ -47,6 +49,35 @@ type plainView struct {
 	cache    pme.Span            // the chunk held in plain, for reads of part of a chunk
 	plain    []byte
 	pos      int64
+	err      error // the first error the view returned
+}
+
+// fail records err as the view's failure, if it is the first, and returns
+// it. arrow-go may wrap the errors of ReadAt without %w; the scan reports
+// this one.
+func (v *plainView) fail(err error) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.err == nil {
+		v.err = err
+	}
+	return err
+}
+
+// failure returns the first error the view returned, if any.
+func (v *plainView) failure() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.err
+}
+
+// decoding tells the scan's budget that arrow-go decodes chunk c now.
+func (v *plainView) decoding(c pme.Span) {
+	if v.budget != nil {
+		if in, ok := v.info[c.Off]; ok {
+			v.budget.chunk(in.column, c.Len)
+		}
+	}
 }
 
 // prefetch is a chunk being opened in the background.
@@ -71,10 +102,14 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	}
 	c, ok := v.chunkAt(off)
 	if !ok || off+int64(len(p)) > c.End() {
-		return 0, fmt.Errorf("%w: read [%d, %d) is not within one column chunk", ErrFormat, off, off+int64(len(p)))
+		return 0, v.fail(fmt.Errorf("%w: read [%d, %d) is not within one column chunk", ErrFormat, off, off+int64(len(p))))
 	}
 	if off == c.Off && int64(len(p)) == c.Len {
-		return v.readChunk(c, p)
+		n, err := v.readChunk(c, p)
+		if err != nil && err != io.EOF {
+			v.fail(err)
+		}
+		return n, err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -83,8 +118,12 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if v.cache != c {
 		v.cache = pme.Span{}
+		v.decoding(c)
 		plain, err := v.open(c, v.plain[:0])
 		if err != nil {
+			if v.err == nil {
+				v.err = err
+			}
 			return 0, err
 		}
 		v.plain = plain
@@ -106,6 +145,7 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 // under way, else by opening c straight into p. It starts the prefetch of
 // the chunk the scan reads next.
 func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
+	v.decoding(c)
 	v.mu.Lock()
 	pf := v.ahead[c.Off]
 	delete(v.ahead, c.Off)
@@ -156,12 +196,20 @@ func (v *plainView) prefetchAfter(c pme.Span) {
 	v.ahead[n.Off] = pf
 	go func() {
 		defer close(pf.done)
+		defer func() {
+			// open neither decodes with arrow-go nor panics; should it,
+			// the scan fails rather than the process.
+			if p := recover(); p != nil {
+				pf.plain, pf.err = nil, fmt.Errorf("%w: opening column chunk at %d: %v", ErrDecode, n.Off, p)
+			}
+		}()
 		pf.plain, pf.err = v.open(n, make([]byte, 0, n.Len))
 	}()
 }
 
-// open fetches chunk c verified and opens its modules, appending the
-// plaintext to dst, which has room for c.Len bytes.
+// open fetches chunk c verified, opens its modules, and checks its pages
+// against the footer (checkPages), appending the plaintext to dst, which has
+// room for c.Len bytes. On failure nothing is appended.
 func (v *plainView) open(c pme.Span, dst []byte) ([]byte, error) {
 	bp, _ := v.ctPool.Get().(*[]byte)
 	if bp == nil || int64(cap(*bp)) < c.Len {
@@ -173,9 +221,16 @@ func (v *plainView) open(c pme.Span, dst []byte) ([]byte, error) {
 	if _, err := v.vr.ReadAtContext(v.ctx, ct, c.Off); err != nil {
 		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 	}
+	base := len(dst)
 	plain, err := openModules(v.dek, dst, ct)
 	if err != nil {
 		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
+	}
+	if in, ok := v.info[c.Off]; ok {
+		if err := checkPages(ct, plain[base:], in); err != nil {
+			clear(plain[base:])
+			return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
+		}
 	}
 	return plain, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -77,6 +78,83 @@ func Cases() []Case {
 				o.SetKeyValue("ARROW:schema", []byte(base64.StdEncoding.EncodeToString(flight.SerializeSchema(lie, memory.DefaultAllocator))))
 				return o.SealPadded(dek)
 			}},
+
+		// Page headers are validated in the reader's plaintext view before
+		// arrow-go sees them.
+		{"page-rows-disagree", "the data pages of a column chunk hold RowGroup.num_rows rows", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				// Column x (required) claims one value less.
+				p := &o.Chunks[0][2].Pages[0]
+				n, _ := p.Sub().I32(NumValues)
+				p.Sub().Set(NumValues, thrift.I32(n-1))
+				o.ColumnMeta(0, 2).Set(CMDNumValues, thrift.I64(int64(n-1)))
+				return nil
+			})},
+		{"page-no-data-page-header", "a DATA_PAGE header carries data_page_header", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				o.Chunks[0][0].Pages[0].Header.Delete(PHDataPage)
+				return nil
+			})},
+		{"page-no-dictionary-page-header", "a DICTIONARY_PAGE header carries dictionary_page_header", reader.ErrFormat,
+			dictPage(func(o *Object, c *Chunk) error {
+				c.Pages[c.DictPage].Header.Delete(PHDictPage)
+				return nil
+			})},
+		{"page-compressed-size", "compressed_page_size is the length of the page's body module plaintext", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				p := &o.Chunks[0][0].Pages[0]
+				n, _ := p.Header.I32(PHCompressedSize)
+				p.Header.Set(PHCompressedSize, thrift.I32(n+1))
+				return nil
+			})},
+		{"page-uncompressed-size", "an UNCOMPRESSED page's uncompressed_page_size equals its compressed_page_size", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				o.Chunks[0][0].Pages[0].Header.Set(PHUncompressedSize, thrift.I32(pme.MaxPageSize))
+				return nil
+			})},
+		{"page-size-negative", "page sizes are not negative", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				o.Chunks[0][1].Pages[0].Header.Set(PHUncompressedSize, thrift.I32(-5))
+				return nil
+			})},
+		{"page-num-values-negative", "num_values is not negative", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				o.Chunks[0][1].Pages[0].Sub().Set(NumValues, thrift.I32(-1))
+				return nil
+			})},
+		{"page-type-index", "a column chunk holds dictionary and data pages only", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				h := o.Chunks[0][0].Pages[0].Header
+				h.Set(PHType, thrift.I32(PageIndex))
+				return nil
+			})},
+		{"page-type-unknown", "PageHeader.type is a known page type", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				o.Chunks[0][0].Pages[0].Header.Set(PHType, thrift.I32(9))
+				return nil
+			})},
+		{"page-header-garbage", "a page header module holds one PageHeader", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				o.Chunks[0][0].Pages[0].RawHeader = []byte("\x15\x00\x15\xff\xff\xff\xff\x0fgarbage")
+				return nil
+			})},
+		{"page-header-trailing", "a page header module holds one PageHeader and nothing after it", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				p := &o.Chunks[0][0].Pages[0]
+				p.RawHeader = append(p.Header.Append(nil), 0, 0, 0)
+				return nil
+			})},
+		{"page-dictionary-twice", "a column chunk has at most one dictionary page, its first", reader.ErrFormat,
+			dictPage(func(o *Object, c *Chunk) error {
+				c.Pages = append(c.Pages, c.Pages[c.DictPage])
+				return nil
+			})},
+		{"chunk-half-page", "a column chunk is whole pages: a header module, then its body module", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				c := o.Chunks[0][0]
+				c.Pages = append(c.Pages, Page{RawHeader: c.Pages[0].Header.Append(nil), NoBody: true})
+				return nil
+			})},
 	}
 }
 
