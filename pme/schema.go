@@ -35,12 +35,32 @@ type Field struct {
 	NumLeaf   int
 }
 
+// MaxPathBytes is the least limit, in bytes, on the schema's paths: the
+// dotted paths of all the fields and leaf columns of a schema, added up
+// (see Fields).
+const MaxPathBytes = 1 << 20
+
+// maxSchemaDepth is the deepest schema nesting Fields accepts.
+const maxSchemaDepth = 64
+
 // Fields returns the named fields of the footer's schema in schema order
 // (depth first), with their field IDs (Section 11.2).
+//
+// A field's path repeats the names of its ancestors, so paths can cost far
+// more than the footer's bytes: one long group name over many children
+// costs its length once per child. Fields refuses, with ErrFormat, a schema
+// whose paths add up to more than MaxPathBytes or twice the footer's
+// encoded length, whichever is larger (a real footer lists each leaf's path
+// in every row group's ColumnMetaData, so its paths take less than its
+// bytes), before it builds any path. Decoders that build paths of their own
+// (arrow-go's schema) are bounded with it.
 func (f *Footer) Fields() ([]Field, error) {
 	v := f.meta.Field(fmdSchema)
 	if v == nil || v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct || len(v.List.Items) == 0 {
 		return nil, fmt.Errorf("%w: FileMetaData.schema missing or malformed", ErrFormat)
+	}
+	if err := checkPaths(v.List.Items, max(MaxPathBytes, 2*int64(f.Len()))); err != nil {
+		return nil, err
 	}
 	w := schemaWalk{items: v.List.Items}
 	root := w.items[0].Struct
@@ -71,7 +91,7 @@ type schemaWalk struct {
 // leaves it has. synthetic marks the repeated group directly under a LIST or
 // MAP annotated group.
 func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error) {
-	if w.pos >= len(w.items) || depth > 64 {
+	if w.pos >= len(w.items) || depth > maxSchemaDepth {
 		return 0, fmt.Errorf("%w: schema tree is truncated or too deep", ErrFormat)
 	}
 	e := w.items[w.pos].Struct
@@ -114,6 +134,55 @@ func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error)
 		w.out[self].NumLeaf = leaves
 	}
 	return leaves, nil
+}
+
+// checkPaths walks the schema elements as a tree and adds up the lengths of
+// the paths of every node below the root, the separating dots included,
+// without building them; it fails once the sum exceeds limit. It also
+// checks every element's name and num_children and the tree's depth.
+func checkPaths(items []thrift.Value, limit int64) error {
+	type frame struct {
+		left int   // children not yet walked
+		path int64 // length of the path of the node (0 for the root)
+	}
+	root := items[0].Struct
+	n, err := numChildren(root)
+	if err != nil {
+		return err
+	}
+	stack := []frame{{left: n}}
+	var total int64
+	for pos := 1; len(stack) > 0; {
+		top := &stack[len(stack)-1]
+		if top.left == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		top.left--
+		if pos >= len(items) || len(stack) > maxSchemaDepth {
+			return fmt.Errorf("%w: schema tree is truncated or too deep", ErrFormat)
+		}
+		e := items[pos].Struct
+		pos++
+		name, err := e.Binary(seName)
+		if err != nil {
+			return fmt.Errorf("%w: SchemaElement.name: %w", ErrFormat, err)
+		}
+		path := top.path + int64(len(name))
+		if top.path > 0 {
+			path++
+		}
+		if total += path; total > limit {
+			return fmt.Errorf("%w: the schema's paths take more than %d bytes", ErrFormat, limit)
+		}
+		if n, err = numChildren(e); err != nil {
+			return err
+		}
+		if n > 0 {
+			stack = append(stack, frame{left: n, path: path})
+		}
+	}
+	return nil
 }
 
 func numChildren(e *thrift.Struct) (int, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -155,6 +156,45 @@ func Cases() []Case {
 				c.Pages = append(c.Pages, Page{RawHeader: c.Pages[0].Header.Append(nil), NoBody: true})
 				return nil
 			})},
+
+		// The schema's paths and the footer's tree are bounded by the
+		// footer's size.
+		{"schema-quadratic-paths", "the schema's field paths take at most 2 bytes per footer byte, plus 1 MiB", pme.ErrFormat,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := Base("flat", 10)
+				if err != nil {
+					return nil, err
+				}
+				const children = 16384
+				items := []thrift.Value{
+					element("schema", 1, 0, -1),
+					element(strings.Repeat("g", 32<<10), children, 1, -1),
+				}
+				for i := range children {
+					e := element("a", 0, 1, int32(i+1))
+					e.Struct.Set(SEType, thrift.I32(1)) // INT32
+					items = append(items, e)
+				}
+				o.Footer.Set(FMDSchema, thrift.ListOf(thrift.TypeStruct, items...))
+				o.Footer.Set(FMDRowGroups, thrift.ListOf(thrift.TypeStruct))
+				o.Footer.Set(FMDNumRows, thrift.I64(0))
+				o.Chunks = nil
+				o.dropKeyValue("ARROW:schema")
+				return o.SealPadded(dek)
+			}},
+		{"footer-empty-structs", "the decoded footer takes a bounded number of bytes per footer byte", nil,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := Base("flat", 10)
+				if err != nil {
+					return nil, err
+				}
+				items := make([]thrift.Value, 2<<20)
+				for i := range items {
+					items[i] = thrift.StructValue(thrift.NewStruct())
+				}
+				o.Footer.Set(100, thrift.ListOf(thrift.TypeStruct, items...))
+				return o.SealPadded(dek)
+			}},
 	}
 }
 
