@@ -1,7 +1,6 @@
 package hostile
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -9,27 +8,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/memstore"
 	"github.com/sovm/sop-pme/pme"
-	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
 )
-
-// memStore is a blobs.Store that keeps the last object committed.
-type memStore struct{ last []byte }
-
-type memPending struct {
-	s   *memStore
-	buf bytes.Buffer
-}
-
-func (s *memStore) Create(context.Context) (blobs.Pending, error) { return &memPending{s: s}, nil }
-func (p *memPending) Write(b []byte) (int, error)                 { return p.buf.Write(b) }
-func (p *memPending) Abort() error                                { return nil }
-func (p *memPending) Commit(context.Context) (storageid.ID, error) {
-	p.s.last = bytes.Clone(p.buf.Bytes())
-	return storageid.Sum(p.s.last), nil
-}
 
 func fid(id int) arrow.Metadata {
 	return arrow.NewMetadata([]string{writer.FieldIDKey}, []string{strconv.Itoa(id)})
@@ -37,7 +19,7 @@ func fid(id int) arrow.Metadata {
 
 // Write writes rec with the writer and returns the object's bytes and DEK.
 func Write(rec arrow.RecordBatch, opts ...writer.Option) ([]byte, pme.DEK, error) {
-	st := &memStore{}
+	st := memstore.New()
 	w, err := writer.New(st, rec.Schema(), opts...)
 	if err != nil {
 		return nil, pme.DEK{}, err
@@ -49,7 +31,7 @@ func Write(rec arrow.RecordBatch, opts ...writer.Option) ([]byte, pme.DEK, error
 	if err != nil {
 		return nil, pme.DEK{}, err
 	}
-	return st.last, obj.DEK, nil
+	return st.Bytes(obj.StorageID), obj.DEK, nil
 }
 
 // FlatRecord returns n deterministic rows of a flat table: a int64 (field
