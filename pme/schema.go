@@ -55,16 +55,19 @@ const maxSchemaDepth = 64
 // bytes), before it builds any path. Decoders that build paths of their own
 // (arrow-go's schema) are bounded with it.
 func (f *Footer) Fields() ([]Field, error) {
-	v := f.meta.Field(fmdSchema)
-	if v == nil || v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct || len(v.List.Items) == 0 {
+	v, ok := f.root().Field(fmdSchema)
+	if !ok || v.Type() != thrift.TypeList || v.Elem() != thrift.TypeStruct || v.Len() == 0 {
 		return nil, fmt.Errorf("%w: FileMetaData.schema missing or malformed", ErrFormat)
 	}
-	if err := checkPaths(v.List.Items, max(MaxPathBytes, 2*int64(f.Len()))); err != nil {
+	items := make([]thrift.Node, 0, v.Len())
+	for it := range v.Children() {
+		items = append(items, it)
+	}
+	if err := checkPaths(items, max(MaxPathBytes, 2*int64(f.Len()))); err != nil {
 		return nil, err
 	}
-	w := schemaWalk{items: v.List.Items}
-	root := w.items[0].Struct
-	nroot, err := numChildren(root)
+	w := schemaWalk{items: items}
+	nroot, err := numChildren(items[0])
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,7 @@ func (f *Footer) Fields() ([]Field, error) {
 }
 
 type schemaWalk struct {
-	items  []thrift.Value
+	items  []thrift.Node
 	pos    int
 	leaves int // leaves seen so far
 	out    []Field
@@ -94,7 +97,7 @@ func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error)
 	if w.pos >= len(w.items) || depth > maxSchemaDepth {
 		return 0, fmt.Errorf("%w: schema tree is truncated or too deep", ErrFormat)
 	}
-	e := w.items[w.pos].Struct
+	e := w.items[w.pos]
 	w.pos++
 	name, err := e.Binary(seName)
 	if err != nil {
@@ -108,8 +111,8 @@ func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error)
 	if !synthetic {
 		path = append(path, string(name))
 		fd := Field{Path: strings.Join(path, "."), FirstLeaf: w.leaves}
-		if v := e.Field(seFieldID); v != nil && v.Type == thrift.TypeI32 {
-			fd.ID, fd.HasID = int32(v.Int), true
+		if v, ok := e.Field(seFieldID); ok && v.Type() == thrift.TypeI32 {
+			fd.ID, fd.HasID = int32(v.Int()), true
 		}
 		self = len(w.out)
 		w.out = append(w.out, fd)
@@ -140,13 +143,12 @@ func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error)
 // the paths of every node below the root, the separating dots included,
 // without building them; it fails once the sum exceeds limit. It also
 // checks every element's name and num_children and the tree's depth.
-func checkPaths(items []thrift.Value, limit int64) error {
+func checkPaths(items []thrift.Node, limit int64) error {
 	type frame struct {
 		left int   // children not yet walked
 		path int64 // length of the path of the node (0 for the root)
 	}
-	root := items[0].Struct
-	n, err := numChildren(root)
+	n, err := numChildren(items[0])
 	if err != nil {
 		return err
 	}
@@ -162,7 +164,7 @@ func checkPaths(items []thrift.Value, limit int64) error {
 		if pos >= len(items) || len(stack) > maxSchemaDepth {
 			return fmt.Errorf("%w: schema tree is truncated or too deep", ErrFormat)
 		}
-		e := items[pos].Struct
+		e := items[pos]
 		pos++
 		name, err := e.Binary(seName)
 		if err != nil {
@@ -172,7 +174,9 @@ func checkPaths(items []thrift.Value, limit int64) error {
 		if top.path > 0 {
 			path++
 		}
-		if total += path; total > limit {
+		// Every node counts for at least a byte, so that the bound holds
+		// the number of nodes too.
+		if total += max(path, 1); total > limit {
 			return fmt.Errorf("%w: the schema's paths take more than %d bytes", ErrFormat, limit)
 		}
 		if n, err = numChildren(e); err != nil {
@@ -185,26 +189,28 @@ func checkPaths(items []thrift.Value, limit int64) error {
 	return nil
 }
 
-func numChildren(e *thrift.Struct) (int, error) {
-	v := e.Field(seNumChild)
-	if v == nil {
+func numChildren(e thrift.Node) (int, error) {
+	v, ok := e.Field(seNumChild)
+	if !ok {
 		return 0, nil
 	}
-	if v.Type != thrift.TypeI32 || v.Int < 0 || v.Int > 1<<20 {
+	if v.Type() != thrift.TypeI32 || v.Int() < 0 || v.Int() > 1<<20 {
 		return 0, fmt.Errorf("%w: SchemaElement.num_children", ErrFormat)
 	}
-	return int(v.Int), nil
+	return int(v.Int()), nil
 }
 
-func isListOrMap(e *thrift.Struct) bool {
-	if v := e.Field(seConvertedType); v != nil && v.Type == thrift.TypeI32 {
-		switch v.Int {
+func isListOrMap(e thrift.Node) bool {
+	if v, ok := e.Field(seConvertedType); ok && v.Type() == thrift.TypeI32 {
+		switch v.Int() {
 		case convertedMap, convertedList:
 			return true
 		}
 	}
 	if lt, err := e.Struct(seLogicalType); err == nil {
-		return lt.Field(logicalMap) != nil || lt.Field(logicalList) != nil
+		_, isMap := lt.Field(logicalMap)
+		_, isList := lt.Field(logicalList)
+		return isMap || isList
 	}
 	return false
 }

@@ -182,20 +182,35 @@ func Cases() []Case {
 				o.dropKeyValue("ARROW:schema")
 				return o.SealPadded(dek)
 			}},
-		{"footer-empty-structs", "the decoded footer takes a bounded number of bytes per footer byte", nil,
+		{"footer-empty-structs", "a footer holds at most one value per two bytes, beyond the first 64 Ki values", pme.ErrFormat,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 10)
 				if err != nil {
 					return nil, err
 				}
-				items := make([]thrift.Value, 2<<20)
-				for i := range items {
-					items[i] = thrift.StructValue(thrift.NewStruct())
+				o.Footer.Set(100, emptyStructs(1<<20))
+				return o.SealPadded(dek)
+			}},
+		{"footer-values-at-limit", "a footer of one value per two bytes (empty structs and padding, in fields no reader knows) costs a small multiple of its size", nil,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := Base("flat", 10)
+				if err != nil {
+					return nil, err
 				}
-				o.Footer.Set(100, thrift.ListOf(thrift.TypeStruct, items...))
+				o.Footer.Set(100, emptyStructs(1<<19))
+				o.Footer.Set(101, thrift.Binary(make([]byte, 1<<19)))
 				return o.SealPadded(dek)
 			}},
 	}
+}
+
+// emptyStructs returns a list of n empty structs: one byte each.
+func emptyStructs(n int) thrift.Value {
+	items := make([]thrift.Value, n)
+	for i := range items {
+		items[i] = thrift.StructValue(thrift.NewStruct())
+	}
+	return thrift.ListOf(thrift.TypeStruct, items...)
 }
 
 func element(name string, children int, repetition int32, id int32) thrift.Value {
