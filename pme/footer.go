@@ -333,21 +333,41 @@ func (f *Footer) KeyValues() ([]KeyValue, error) {
 	return out, nil
 }
 
+// MaxPadValue is the longest padding value, in bytes, a footer holds: the
+// value is a Thrift binary, whose length is a non-negative int32. Padmé pads
+// an object by less than 2^31 bytes below 256 GiB (2^38 bytes); from there
+// a pad may need up to 4 GiB, which no footer holds (Section 11.8).
+const MaxPadValue = math.MaxInt32
+
 // SetPad sets the footer's one reserved padding entry (Section 11.8) to key
 // p.Key() and p.ValueLen zero bytes, always writing the value field. The
 // footer must hold exactly one key-value entry whose key starts with
-// padme.PadKey.
+// padme.PadKey. A pad longer than MaxPadValue, or one that would make the
+// footer longer than a module holds, is refused with ErrPadding (and
+// ErrTooLarge) before anything is allocated for it.
 func (f *Footer) SetPad(p padme.Pad) error {
+	if err := padFits(f.Len(), p); err != nil {
+		return err
+	}
 	f.edit()
 	e, err := f.padEntry()
 	if err != nil {
 		return err
 	}
-	if p.ValueLen > MaxPlaintext || uint64(f.Len())+p.ValueLen > MaxPlaintext {
-		return fmt.Errorf("%w: a pad of %d bytes does not fit a footer module", ErrTooLarge, p.ValueLen)
-	}
 	e.Set(kvKey, thrift.Binary([]byte(p.Key())))
 	e.Set(kvValue, thrift.Binary(make([]byte, p.ValueLen)))
+	return nil
+}
+
+// padFits checks, in closed form, that pad p fits a footer whose encoding
+// is footerLen bytes before it is set.
+func padFits(footerLen int, p padme.Pad) error {
+	if p.ValueLen > MaxPadValue {
+		return fmt.Errorf("%w: %w: a pad value of %d bytes; a Thrift binary holds at most %d", ErrPadding, ErrTooLarge, p.ValueLen, MaxPadValue)
+	}
+	if uint64(footerLen)+p.Growth() > MaxPlaintext {
+		return fmt.Errorf("%w: %w: a pad of %d bytes does not fit a footer module", ErrPadding, ErrTooLarge, p.ValueLen)
+	}
 	return nil
 }
 
