@@ -395,7 +395,7 @@ func WithBatchSize(n int64) ScanOption {
 // WithMemoryLimit sets the memory, in bytes, a scan's decoder may use: its
 // column decoders (64 KiB for each leaf column the scan reads) and what
 // decoding one batch allocates through the allocator and does not free.
-// The default is 48 MiB plus 16 bytes per byte of the column chunks the
+// The default is 40 MiB plus 16 bytes per byte of the column chunks the
 // columns decode, which bounds what an object can make the decoder
 // allocate (a dictionary of long strings, or a run of nulls, decodes to far
 // more than its bytes) by what the scan reads, whatever the footer claims.

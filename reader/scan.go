@@ -13,7 +13,7 @@ import (
 // The default memory limit of a scan (see WithMemoryLimit).
 const (
 	// scanMemoryBase is the fixed part of the default limit, in bytes.
-	scanMemoryBase = 48 << 20
+	scanMemoryBase = 40 << 20
 	// scanMemoryPerByte is how many bytes the default limit allows per
 	// byte of the column chunks the scan decodes.
 	scanMemoryPerByte = 16

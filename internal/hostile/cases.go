@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/internal/thrift"
@@ -157,6 +158,96 @@ func Cases() []Case {
 				return nil
 			})},
 
+		{"page-nested-values-disagree", "a list column's levels give every row group's row count (only decoding them tells)", reader.ErrDecode,
+			func(dek pme.DEK) ([]byte, error) {
+				// 198 rows: the last list has one element; dropping it
+				// leaves the list column a row short of the others.
+				o, err := Base("nested", 198, writer.WithDictionary(false), writer.WithCodec(writer.Uncompressed))
+				if err != nil {
+					return nil, err
+				}
+				c := o.Chunks[0][2] // l.list.element
+				if len(c.Pages) != 1 {
+					return nil, fmt.Errorf("hostile: list chunk of %d pages", len(c.Pages))
+				}
+				n, _ := c.Pages[0].Sub().I32(NumValues)
+				c.Pages[0].Sub().Set(NumValues, thrift.I32(n-1))
+				o.ColumnMeta(0, 2).Set(CMDNumValues, thrift.I64(int64(n-1)))
+				return o.SealPadded(dek)
+			}},
+		{"row-group-columns-missing", "every row group has a column chunk for every leaf column", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				rgs, _ := o.RowGroups()
+				cols, _ := rgs[0].List(RGColumns)
+				cols.Items = cols.Items[:2]
+				o.Chunks[0] = o.Chunks[0][:2]
+				return nil
+			})},
+		{"row-group-rows-negative", "RowGroup.num_rows is not negative", reader.ErrFormat,
+			onePage(func(o *Object) error {
+				rgs, _ := o.RowGroups()
+				rgs[0].Set(RGNumRows, thrift.I64(-1))
+				return nil
+			})},
+
+		// What a batch decodes to is bounded by the scan's memory limit,
+		// whatever the pages say: these objects are well formed.
+		{"dictionary-long-strings", "decoding one batch needs no more than the scan's memory limit (one 64 KiB string, 65,536 times)", reader.ErrMemoryLimit,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := fromRecord(constantRows(1<<16), writer.WithCodec(writer.Uncompressed))
+				if err != nil {
+					return nil, err
+				}
+				c := o.Chunks[0][1] // s
+				if c.DictPage != 0 {
+					return nil, errors.New("hostile: s has no dictionary page")
+				}
+				body := binary.LittleEndian.AppendUint32(nil, 64<<10)
+				body = append(body, bytes.Repeat([]byte{'s'}, 64<<10)...)
+				c.Pages[0].SetBody(body, len(body))
+				return o.SealPadded(dek)
+			}},
+		{"fixed-width-huge", "decoding one batch needs no more than the scan's memory limit (a run of nulls of a 1 MiB fixed-width type)", reader.ErrMemoryLimit,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := fromRecord(nullFixed(1<<16), writer.WithCodec(writer.Uncompressed))
+				if err != nil {
+					return nil, err
+				}
+				o.Schema()[2].Set(SETypeLength, thrift.I32(1<<20))
+				return o.SealPadded(dek)
+			}},
+		{"list-null-run", "decoding one batch needs no more than the scan's memory limit (one row of 2^30 null elements, in 10 bytes of levels)", reader.ErrMemoryLimit,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := fromRecord(oneList(), writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false))
+				if err != nil {
+					return nil, err
+				}
+				const n = 1 << 30
+				// Repetition levels (bit width 1): one 0, then n-1 ones;
+				// definition levels (bit width 2): n twos, a null element.
+				rep := binary.AppendUvarint([]byte{0x02, 0x00}, (n-1)<<1)
+				rep = append(rep, 0x01)
+				def := binary.AppendUvarint(nil, n<<1)
+				def = append(def, 0x02)
+				body := binary.LittleEndian.AppendUint32(nil, uint32(len(rep)))
+				body = append(body, rep...)
+				body = binary.LittleEndian.AppendUint32(body, uint32(len(def)))
+				body = append(body, def...)
+				p := &o.Chunks[0][0].Pages[0]
+				p.SetBody(body, len(body))
+				p.Sub().Set(NumValues, thrift.I32(n))
+				o.ColumnMeta(0, 0).Set(CMDNumValues, thrift.I64(n))
+				return o.SealPadded(dek)
+			}},
+		{"many-columns", "a scan's column decoders fit its memory limit (64 KiB a leaf column)", reader.ErrMemoryLimit,
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := fromRecord(wideRow(4096))
+				if err != nil {
+					return nil, err
+				}
+				return o.SealPadded(dek)
+			}},
+
 		// The schema's paths and the footer's tree are bounded by the
 		// footer's size.
 		{"schema-quadratic-paths", "the schema's field paths take at most 2 bytes per footer byte, plus 1 MiB", pme.ErrFormat,
@@ -202,6 +293,79 @@ func Cases() []Case {
 				return o.SealPadded(dek)
 			}},
 	}
+}
+
+// fromRecord writes rec with the writer and opens the object.
+func fromRecord(rec arrow.RecordBatch, opts ...writer.Option) (*Object, error) {
+	defer rec.Release()
+	obj, dek, err := Write(rec, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Open(obj, dek)
+}
+
+// constantRows returns n rows of a (int64, field ID 1), s (string, 2) and
+// x (float64, 3), each column one value throughout.
+func constantRows(n int) arrow.RecordBatch {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(1)},
+		{Name: "s", Type: arrow.BinaryTypes.String, Metadata: fid(2)},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Metadata: fid(3)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for range n {
+		b.Field(0).(*array.Int64Builder).Append(7)
+		b.Field(1).(*array.StringBuilder).Append("s")
+		b.Field(2).(*array.Float64Builder).Append(0.5)
+	}
+	return b.NewRecordBatch()
+}
+
+// nullFixed returns n rows of a (int32, field ID 1) and f
+// (fixed_size_binary(16), 2, always null).
+func nullFixed(n int) arrow.RecordBatch {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int32, Metadata: fid(1)},
+		{Name: "f", Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}, Nullable: true, Metadata: fid(2)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.Int32Builder).Append(int32(i))
+		b.Field(1).AppendNull()
+	}
+	return b.NewRecordBatch()
+}
+
+// oneList returns one row of l (list<int64>, field ID 1; element 2) holding
+// three null elements.
+func oneList() arrow.RecordBatch {
+	elem := arrow.Field{Name: "element", Type: arrow.PrimitiveTypes.Int64, Nullable: true, Metadata: fid(2)}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOfField(elem), Nullable: true, Metadata: fid(1)}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	lb := b.Field(0).(*array.ListBuilder)
+	lb.Append(true)
+	for range 3 {
+		lb.ValueBuilder().AppendNull()
+	}
+	return b.NewRecordBatch()
+}
+
+// wideRow returns one row of n int32 columns, field IDs 1 to n.
+func wideRow(n int) arrow.RecordBatch {
+	fields := make([]arrow.Field, n)
+	for i := range fields {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: arrow.PrimitiveTypes.Int32, Metadata: fid(i + 1)}
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	for i := range n {
+		b.Field(i).(*array.Int32Builder).Append(int32(i))
+	}
+	return b.NewRecordBatch()
 }
 
 // emptyStructs returns a list of n empty structs: one byte each.
