@@ -3,6 +3,7 @@ package reader_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/sovm/sop-pme/internal/hostile"
@@ -31,7 +32,8 @@ func readObject(ctx context.Context, st *hostile.Store, id storageid.ID) (int64,
 }
 
 // TestHostile reads every hostile case: Open and a full Scan return the
-// case's error (or read rows), and Check returns a report.
+// case's error (or read rows), and Check reports the requirements the case
+// says the object fails.
 func TestHostile(t *testing.T) {
 	ctx := context.Background()
 	dek := pme.NewDEK()
@@ -52,8 +54,16 @@ func TestHostile(t *testing.T) {
 			case c.Want != nil && !errors.Is(err, c.Want):
 				t.Errorf("read: %v, want %v", err, c.Want)
 			}
-			if _, err := reader.Check(ctx, st, id, st); err != nil {
-				t.Errorf("Check: %v", err)
+			rep, err := reader.Check(ctx, st, id, st)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			var failed []reader.Requirement
+			for _, f := range rep.Findings {
+				failed = append(failed, f.Requirement)
+			}
+			if !slices.Equal(failed, c.Check) {
+				t.Errorf("Check fails %v, want %v:\n%v", failed, c.Check, rep)
 			}
 		})
 	}

@@ -120,9 +120,13 @@ func (b *budget) Allocate(n int) []byte {
 	return b.mem.Allocate(n)
 }
 
+// Reallocate counts the new buffer whole while the old one is copied into
+// it: both are live then.
 func (b *budget) Reallocate(n int, old []byte) []byte {
-	b.charge(n - len(old))
-	return b.mem.Reallocate(n, old)
+	b.charge(n)
+	out := b.mem.Reallocate(n, old)
+	b.used.Add(-int64(len(old)))
+	return out
 }
 
 func (b *budget) Free(buf []byte) {

@@ -23,7 +23,9 @@ import (
 // opens under dek). Rule is the rule it breaks. Want is the error that
 // reader.Open, or a full Scan drained to its end, must return (errors.Is
 // matches it), or nil if the object must read: its hostile part is one the
-// reader ignores.
+// reader ignores or bounds. Check lists the requirements reader.Check
+// reports the object fails (none: it is a conformant SOP-PME-1 object, whose
+// hostile part lies in the Parquet it carries).
 //
 // Whatever the case, reader.Open, Scan and reader.Check return, without a
 // panic and within the memory bound the reader documents.
@@ -31,6 +33,7 @@ type Case struct {
 	Name  string
 	Rule  string
 	Want  error
+	Check []reader.Requirement
 	Build func(dek pme.DEK) ([]byte, error)
 }
 
@@ -42,19 +45,19 @@ func Cases() []Case {
 		// The Arrow schema the writer stores in the footer (ARROW:schema)
 		// is untrusted: the reader derives the Arrow schema from the
 		// Parquet schema and never decodes the entry.
-		{"arrow-schema-body-length", "ARROW:schema is ignored: its IPC message's bodyLength (here ~32 GiB) is never allocated", nil,
+		{"arrow-schema-body-length", "ARROW:schema is ignored: its IPC message's bodyLength (here ~32 GiB) is never allocated", nil, nil,
 			arrowSchema(func(msg []byte) []byte {
 				// Grow the Message vtable by one entry: bodyLength now
 				// reads 8 bytes of the table, 0x0000000800080004.
 				binary.LittleEndian.PutUint16(msg[8+6:], 12)
 				return msg
 			})},
-		{"arrow-schema-metadata-length", "ARROW:schema is ignored: its IPC metadata length prefix (here 2 GiB) is never allocated", nil,
+		{"arrow-schema-metadata-length", "ARROW:schema is ignored: its IPC metadata length prefix (here 2 GiB) is never allocated", nil, nil,
 			arrowSchema(func(msg []byte) []byte {
 				binary.LittleEndian.PutUint32(msg[4:], 0x7ffffff8)
 				return msg
 			})},
-		{"arrow-schema-field-count", "ARROW:schema is ignored: its flatbuffer vector lengths are never trusted", nil,
+		{"arrow-schema-field-count", "ARROW:schema is ignored: its flatbuffer vector lengths are never trusted", nil, nil,
 			arrowSchema(func(msg []byte) []byte {
 				// The Schema's fields vector: 3 fields, then their offsets.
 				i := bytes.Index(msg, []byte{3, 0, 0, 0, 0xf4, 0, 0, 0})
@@ -64,9 +67,9 @@ func Cases() []Case {
 				binary.LittleEndian.PutUint32(msg[i:], 0x7fffffff)
 				return msg
 			})},
-		{"arrow-schema-garbage", "ARROW:schema is ignored: an entry that is not an IPC message does not stop the read", nil,
+		{"arrow-schema-garbage", "ARROW:schema is ignored: an entry that is not an IPC message does not stop the read", nil, nil,
 			arrowSchema(func([]byte) []byte { return []byte("not an IPC message") })},
-		{"arrow-schema-lies", "ARROW:schema is ignored: a stored schema whose types contradict the Parquet schema does not retype the columns", nil,
+		{"arrow-schema-lies", "ARROW:schema is ignored: a stored schema whose types contradict the Parquet schema does not retype the columns", nil, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 200)
 				if err != nil {
@@ -83,7 +86,7 @@ func Cases() []Case {
 
 		// Page headers are validated in the reader's plaintext view before
 		// arrow-go sees them.
-		{"page-rows-disagree", "the data pages of a column chunk hold RowGroup.num_rows rows", reader.ErrFormat,
+		{"page-rows-disagree", "the data pages of a column chunk hold RowGroup.num_rows rows", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				// Column x (required) claims one value less.
 				p := &o.Chunks[0][2].Pages[0]
@@ -92,73 +95,73 @@ func Cases() []Case {
 				o.ColumnMeta(0, 2).Set(CMDNumValues, thrift.I64(int64(n-1)))
 				return nil
 			})},
-		{"page-no-data-page-header", "a DATA_PAGE header carries data_page_header", reader.ErrFormat,
+		{"page-no-data-page-header", "a DATA_PAGE header carries data_page_header", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				o.Chunks[0][0].Pages[0].Header.Delete(PHDataPage)
 				return nil
 			})},
-		{"page-no-dictionary-page-header", "a DICTIONARY_PAGE header carries dictionary_page_header", reader.ErrFormat,
+		{"page-no-dictionary-page-header", "a DICTIONARY_PAGE header carries dictionary_page_header", reader.ErrFormat, nil,
 			dictPage(func(o *Object, c *Chunk) error {
 				c.Pages[c.DictPage].Header.Delete(PHDictPage)
 				return nil
 			})},
-		{"page-compressed-size", "compressed_page_size is the length of the page's body module plaintext", reader.ErrFormat,
+		{"page-compressed-size", "compressed_page_size is the length of the page's body module plaintext", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				p := &o.Chunks[0][0].Pages[0]
 				n, _ := p.Header.I32(PHCompressedSize)
 				p.Header.Set(PHCompressedSize, thrift.I32(n+1))
 				return nil
 			})},
-		{"page-uncompressed-size", "an UNCOMPRESSED page's uncompressed_page_size equals its compressed_page_size", reader.ErrFormat,
+		{"page-uncompressed-size", "an UNCOMPRESSED page's uncompressed_page_size equals its compressed_page_size", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				o.Chunks[0][0].Pages[0].Header.Set(PHUncompressedSize, thrift.I32(pme.MaxPageSize))
 				return nil
 			})},
-		{"page-size-negative", "page sizes are not negative", reader.ErrFormat,
+		{"page-size-negative", "page sizes are not negative", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				o.Chunks[0][1].Pages[0].Header.Set(PHUncompressedSize, thrift.I32(-5))
 				return nil
 			})},
-		{"page-num-values-negative", "num_values is not negative", reader.ErrFormat,
+		{"page-num-values-negative", "num_values is not negative", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				o.Chunks[0][1].Pages[0].Sub().Set(NumValues, thrift.I32(-1))
 				return nil
 			})},
-		{"page-type-index", "a column chunk holds dictionary and data pages only", reader.ErrFormat,
+		{"page-type-index", "a column chunk holds dictionary and data pages only", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				h := o.Chunks[0][0].Pages[0].Header
 				h.Set(PHType, thrift.I32(PageIndex))
 				return nil
 			})},
-		{"page-type-unknown", "PageHeader.type is a known page type", reader.ErrFormat,
+		{"page-type-unknown", "PageHeader.type is a known page type", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				o.Chunks[0][0].Pages[0].Header.Set(PHType, thrift.I32(9))
 				return nil
 			})},
-		{"page-header-garbage", "a page header module holds one PageHeader", reader.ErrFormat,
+		{"page-header-garbage", "a page header module holds one PageHeader", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				o.Chunks[0][0].Pages[0].RawHeader = []byte("\x15\x00\x15\xff\xff\xff\xff\x0fgarbage")
 				return nil
 			})},
-		{"page-header-trailing", "a page header module holds one PageHeader and nothing after it", reader.ErrFormat,
+		{"page-header-trailing", "a page header module holds one PageHeader and nothing after it", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				p := &o.Chunks[0][0].Pages[0]
 				p.RawHeader = append(p.Header.Append(nil), 0, 0, 0)
 				return nil
 			})},
-		{"page-dictionary-twice", "a column chunk has at most one dictionary page, its first", reader.ErrFormat,
+		{"page-dictionary-twice", "a column chunk has at most one dictionary page, its first", reader.ErrFormat, nil,
 			dictPage(func(o *Object, c *Chunk) error {
 				c.Pages = append(c.Pages, c.Pages[c.DictPage])
 				return nil
 			})},
-		{"chunk-half-page", "a column chunk is whole pages: a header module, then its body module", reader.ErrFormat,
+		{"chunk-half-page", "a column chunk is whole pages: a header module, then its body module", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				c := o.Chunks[0][0]
 				c.Pages = append(c.Pages, Page{RawHeader: c.Pages[0].Header.Append(nil), NoBody: true})
 				return nil
 			})},
 
-		{"page-nested-values-disagree", "a list column's levels give every row group's row count (only decoding them tells)", reader.ErrDecode,
+		{"page-nested-values-disagree", "a list column's levels give every row group's row count (only decoding them tells)", reader.ErrDecode, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				// 198 rows: the last list has one element; dropping it
 				// leaves the list column a row short of the others.
@@ -175,7 +178,7 @@ func Cases() []Case {
 				o.ColumnMeta(0, 2).Set(CMDNumValues, thrift.I64(int64(n-1)))
 				return o.SealPadded(dek)
 			}},
-		{"row-group-columns-missing", "every row group has a column chunk for every leaf column", reader.ErrFormat,
+		{"row-group-columns-missing", "every row group has a column chunk for every leaf column", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				rgs, _ := o.RowGroups()
 				cols, _ := rgs[0].List(RGColumns)
@@ -183,7 +186,7 @@ func Cases() []Case {
 				o.Chunks[0] = o.Chunks[0][:2]
 				return nil
 			})},
-		{"row-group-rows-negative", "RowGroup.num_rows is not negative", reader.ErrFormat,
+		{"row-group-rows-negative", "RowGroup.num_rows is not negative", reader.ErrFormat, nil,
 			onePage(func(o *Object) error {
 				rgs, _ := o.RowGroups()
 				rgs[0].Set(RGNumRows, thrift.I64(-1))
@@ -192,7 +195,7 @@ func Cases() []Case {
 
 		// What a batch decodes to is bounded by the scan's memory limit,
 		// whatever the pages say: these objects are well formed.
-		{"dictionary-long-strings", "decoding one batch needs no more than the scan's memory limit (one 64 KiB string, 65,536 times)", reader.ErrMemoryLimit,
+		{"dictionary-long-strings", "decoding one batch needs no more than the scan's memory limit (one 64 KiB string, 65,536 times)", reader.ErrMemoryLimit, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := fromRecord(constantRows(1<<16), writer.WithCodec(writer.Uncompressed))
 				if err != nil {
@@ -207,7 +210,7 @@ func Cases() []Case {
 				c.Pages[0].SetBody(body, len(body))
 				return o.SealPadded(dek)
 			}},
-		{"fixed-width-huge", "decoding one batch needs no more than the scan's memory limit (a run of nulls of a 1 MiB fixed-width type)", reader.ErrMemoryLimit,
+		{"fixed-width-huge", "decoding one batch needs no more than the scan's memory limit (a run of nulls of a 1 MiB fixed-width type)", reader.ErrMemoryLimit, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := fromRecord(nullFixed(1<<16), writer.WithCodec(writer.Uncompressed))
 				if err != nil {
@@ -216,7 +219,7 @@ func Cases() []Case {
 				o.Schema()[2].Set(SETypeLength, thrift.I32(1<<20))
 				return o.SealPadded(dek)
 			}},
-		{"list-null-run", "decoding one batch needs no more than the scan's memory limit (one row of 2^30 null elements, in 10 bytes of levels)", reader.ErrMemoryLimit,
+		{"list-null-run", "decoding one batch needs no more than the scan's memory limit (one row of 2^30 null elements, in 10 bytes of levels)", reader.ErrMemoryLimit, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := fromRecord(oneList(), writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false))
 				if err != nil {
@@ -239,7 +242,7 @@ func Cases() []Case {
 				o.ColumnMeta(0, 0).Set(CMDNumValues, thrift.I64(n))
 				return o.SealPadded(dek)
 			}},
-		{"many-columns", "a scan's column decoders fit its memory limit (64 KiB a leaf column)", reader.ErrMemoryLimit,
+		{"many-columns", "a scan's column decoders fit its memory limit (64 KiB a leaf column)", reader.ErrMemoryLimit, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := fromRecord(wideRow(4096))
 				if err != nil {
@@ -250,7 +253,7 @@ func Cases() []Case {
 
 		// The schema's paths and the footer's tree are bounded by the
 		// footer's size.
-		{"schema-quadratic-paths", "the schema's field paths take at most 2 bytes per footer byte, plus 1 MiB", pme.ErrFormat,
+		{"schema-quadratic-paths", "the schema's field paths take at most 2 bytes per footer byte, plus 1 MiB", pme.ErrFormat, []reader.Requirement{reader.ReqFieldIDs},
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 10)
 				if err != nil {
@@ -273,7 +276,7 @@ func Cases() []Case {
 				o.dropKeyValue("ARROW:schema")
 				return o.SealPadded(dek)
 			}},
-		{"footer-empty-structs", "a footer holds at most one value per two bytes, beyond the first 64 Ki values", pme.ErrFormat,
+		{"footer-empty-structs", "a footer holds at most one value per two bytes, beyond the first 64 Ki values", pme.ErrFormat, []reader.Requirement{reader.ReqModules},
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 10)
 				if err != nil {
@@ -282,7 +285,7 @@ func Cases() []Case {
 				o.Footer.Set(100, emptyStructs(1<<20))
 				return o.SealPadded(dek)
 			}},
-		{"footer-values-at-limit", "a footer of one value per two bytes (empty structs and padding, in fields no reader knows) costs a small multiple of its size", nil,
+		{"footer-values-at-limit", "a footer of one value per two bytes (empty structs and padding, in fields no reader knows) costs a small multiple of its size", nil, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 10)
 				if err != nil {
