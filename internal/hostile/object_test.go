@@ -3,6 +3,7 @@ package hostile
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -95,5 +96,57 @@ func TestRoundTrip(t *testing.T) {
 				r.Release()
 			}
 		}
+	}
+}
+
+// TestUnsealReseal: Unseal puts every module's plaintext in place, with the
+// layout unchanged; Reseal under another DEK gives an object that reads
+// back the same rows under that DEK.
+func TestUnsealReseal(t *testing.T) {
+	ctx := context.Background()
+	rec := NestedRecord(100)
+	defer rec.Release()
+	obj, dek, err := Write(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Unseal(obj, dek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := Modules(obj)
+	m2, _ := Modules(plain)
+	if len(plain) != len(obj) || len(m1) != len(m2) {
+		t.Fatalf("Unseal changed the layout")
+	}
+	o, err := Open(obj, dek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := o.Chunks[0][0].Pages[0].Header.Append(nil)
+	if !bytes.Contains(plain, hdr) {
+		t.Fatal("the first page header is not in the unsealed object")
+	}
+	to := pme.NewDEK()
+	st := NewStore()
+	id := st.Put(Reseal(plain, to), to)
+	r, err := reader.Open(ctx, st, id, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := r.Scan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	var rows int64
+	for rr.Next() {
+		rows += rr.RecordBatch().NumRows()
+	}
+	if rr.Err() != nil || rows != rec.NumRows() {
+		t.Fatalf("%d rows, %v", rows, rr.Err())
+	}
+	if _, err := Unseal(obj, to); !errors.Is(err, pme.ErrAuth) {
+		t.Fatalf("Unseal under another DEK: %v", err)
 	}
 }
