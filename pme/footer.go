@@ -36,6 +36,15 @@ func (f *Footer) root() thrift.Node {
 	return v.Root()
 }
 
+// size returns the length in bytes of the FileMetaData as opened (or as
+// edited): what the limits on its parts are relative to.
+func (f *Footer) size() int {
+	if f.view != nil {
+		return f.view.Len()
+	}
+	return f.meta.EncodedLen()
+}
+
 // Len returns the length in bytes of the encoded FileMetaData.
 func (f *Footer) Len() int {
 	switch {
@@ -299,8 +308,15 @@ type KeyValue struct {
 	Value []byte // nil if the optional value field is absent
 }
 
+// MaxKeyValues returns how many key-value entries a footer of footerLen
+// bytes may have: 16,384, plus one per 128 bytes. An entry takes three
+// bytes and costs a reader (this package, arrow-go and an Arrow schema's
+// metadata) about 120 bytes.
+func MaxKeyValues(footerLen int) int { return 1<<14 + footerLen/128 }
+
 // KeyValues returns the footer's key-value metadata, including reserved
-// padding entries unless StripForReading removed them.
+// padding entries unless StripForReading removed them. A footer of more
+// than MaxKeyValues entries is refused with ErrFormat.
 func (f *Footer) KeyValues() ([]KeyValue, error) {
 	v, ok := f.root().Field(fmdKeyValueMetadata)
 	if !ok {
@@ -308,6 +324,9 @@ func (f *Footer) KeyValues() ([]KeyValue, error) {
 	}
 	if v.Type() != thrift.TypeList || v.Elem() != thrift.TypeStruct {
 		return nil, fmt.Errorf("%w: key_value_metadata is not a list of structs", ErrFormat)
+	}
+	if n := f.size(); v.Len() > MaxKeyValues(n) {
+		return nil, fmt.Errorf("%w: %d key-value entries in a footer of %d bytes, at most %d", ErrFormat, v.Len(), n, MaxKeyValues(n))
 	}
 	out := make([]KeyValue, 0, v.Len())
 	for it := range v.Children() {

@@ -43,6 +43,15 @@ const MaxPathBytes = 1 << 20
 // maxSchemaDepth is the deepest schema nesting Fields accepts.
 const maxSchemaDepth = 64
 
+// MaxElements returns how many schema elements (columns and groups) a
+// footer of footerLen bytes may have: 16,384, plus one per 96 bytes. A
+// decoder spends about 1.2 KiB on each column (arrow-go v18.8.0 and
+// pqarrow, measured) whatever its footer costs, and a schema element takes
+// six bytes; an object with rows has a ColumnChunk of 60 bytes or more for
+// each column in each row group, so only schemas of more than 16,384
+// columns over no or few rows can reach the limit.
+func MaxElements(footerLen int) int { return 1<<14 + footerLen/96 }
+
 // Fields returns the named fields of the footer's schema in schema order
 // (depth first), with their field IDs (Section 11.2).
 //
@@ -53,17 +62,21 @@ const maxSchemaDepth = 64
 // encoded length, whichever is larger (a real footer lists each leaf's path
 // in every row group's ColumnMetaData, so its paths take less than its
 // bytes), before it builds any path. Decoders that build paths of their own
-// (arrow-go's schema) are bounded with it.
+// (arrow-go's schema) are bounded with it. It also refuses a schema of more
+// than MaxElements elements.
 func (f *Footer) Fields() ([]Field, error) {
 	v, ok := f.root().Field(fmdSchema)
 	if !ok || v.Type() != thrift.TypeList || v.Elem() != thrift.TypeStruct || v.Len() == 0 {
 		return nil, fmt.Errorf("%w: FileMetaData.schema missing or malformed", ErrFormat)
 	}
+	if n := f.size(); v.Len() > MaxElements(n) {
+		return nil, fmt.Errorf("%w: a schema of %d elements in a footer of %d bytes, at most %d", ErrFormat, v.Len(), n, MaxElements(n))
+	}
 	items := make([]thrift.Node, 0, v.Len())
 	for it := range v.Children() {
 		items = append(items, it)
 	}
-	if err := checkPaths(items, max(MaxPathBytes, 2*int64(f.Len()))); err != nil {
+	if err := checkPaths(items, max(MaxPathBytes, 2*int64(f.size()))); err != nil {
 		return nil, err
 	}
 	w := schemaWalk{items: items}

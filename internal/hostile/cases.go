@@ -276,6 +276,23 @@ func Cases() []Case {
 				o.dropKeyValue("ARROW:schema")
 				return o.SealPadded(dek)
 			}},
+		{"schema-many-leaves", "a schema has at most 16,384 elements plus one per 96 footer bytes", pme.ErrFormat, []reader.Requirement{reader.ReqFieldIDs},
+			manyLeaves(100000)},
+		{"schema-leaves-at-limit", "a schema of as many elements as a footer may have opens within a small multiple of it; a scan of all its columns does not fit the default memory limit", reader.ErrMemoryLimit, nil,
+			manyLeaves(18000)},
+		{"footer-many-key-values", "a footer has at most 16,384 key-value entries plus one per 128 bytes", pme.ErrFormat, []reader.Requirement{reader.ReqPadEntry},
+			func(dek pme.DEK) ([]byte, error) {
+				o, err := Base("flat", 10)
+				if err != nil {
+					return nil, err
+				}
+				v := o.Footer.Field(FMDKeyValue)
+				for i := range 300000 {
+					v.List.Items = append(v.List.Items, thrift.StructValue(thrift.NewStruct(
+						thrift.Field{ID: KVKey, Value: thrift.Binary([]byte{byte('a' + i%26)})})))
+				}
+				return o.SealPadded(dek)
+			}},
 		{"footer-empty-structs", "a footer holds at most one value per two bytes, beyond the first 64 Ki values", pme.ErrFormat, []reader.Requirement{reader.ReqModules},
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 10)
@@ -295,6 +312,29 @@ func Cases() []Case {
 				o.Footer.Set(101, thrift.Binary(make([]byte, 1<<19)))
 				return o.SealPadded(dek)
 			}},
+	}
+}
+
+// manyLeaves returns a Build of a flat object whose schema is n INT32
+// columns and which has no row group.
+func manyLeaves(n int) func(pme.DEK) ([]byte, error) {
+	return func(dek pme.DEK) ([]byte, error) {
+		o, err := Base("flat", 10)
+		if err != nil {
+			return nil, err
+		}
+		items := []thrift.Value{element("schema", n, -1, -1)}
+		for i := range n {
+			e := element("a", 0, 1, int32(i+1))
+			e.Struct.Set(SEType, thrift.I32(1)) // INT32
+			items = append(items, e)
+		}
+		o.Footer.Set(FMDSchema, thrift.ListOf(thrift.TypeStruct, items...))
+		o.Footer.Set(FMDRowGroups, thrift.ListOf(thrift.TypeStruct))
+		o.Footer.Set(FMDNumRows, thrift.I64(0))
+		o.Chunks = nil
+		o.dropKeyValue("ARROW:schema")
+		return o.SealPadded(dek)
 	}
 }
 
