@@ -18,6 +18,46 @@
 // Nothing here answers from footer metadata: the package offers no row
 // counts or statistics; counts come from the rows a Scan materialises
 // (Section 11.10).
+//
+// # A hostile producer
+//
+// Producer authenticity is a separate layer (Section 11.10): a reader that
+// holds an object's DEK must survive any object whose bytes verify against
+// its storage_id and whose modules open under that DEK, whatever plaintext
+// the producer put in them. The reader holds to this:
+//
+//   - The Arrow schema is derived from the Parquet schema and its field
+//     IDs. The ARROW:schema footer entry (an Arrow IPC message) is never
+//     decoded: arrow-go's IPC reader allocates the lengths the message
+//     states (one changed byte of an 832-byte object asked for 32 GiB, a
+//     fatal error), and pqarrow applies the stored types over the inferred
+//     ones without checking them. Validating the message fully would leave
+//     the second problem, so the entry is dropped (and never shown by
+//     Metadata). Types that only ARROW:schema carries come back as their
+//     Parquet equivalents, with the same values: a time zone other than UTC
+//     as "UTC" (the instants are the same), large strings, binaries and
+//     lists as their 32-bit-offset forms, durations as int64, dictionaries
+//     decoded, extension types as their storage type. The schema's metadata
+//     is the footer's key-value metadata. DuckDB writes no ARROW:schema.
+//   - The footer is decoded into a compact form with at most one value per
+//     two bytes beyond the first 64 Ki, and its schema's paths, schema
+//     elements and key-value entries are bounded by its size (package pme),
+//     before arrow-go decodes the footer again; the column chunks, row counts
+//     and column counts are checked before arrow-go reads a page.
+//   - Every page header is checked against the footer in the plaintext view
+//     before arrow-go decodes the page (ErrFormat): whole pages, a known page
+//     type with its type-specific header, sizes that match the modules, and
+//     counts that agree, so that every column yields the row group's rows.
+//   - A scan's decoder allocates through a budget (WithMemoryLimit): what an
+//     object decodes to is bounded by what the scan reads, not by what the
+//     pages claim (ErrMemoryLimit).
+//   - arrow-go decodes in the goroutine that calls the record reader's Next,
+//     which turns any panic of the decoder into an error (ErrDecode); no
+//     goroutine arrow-go starts decodes. Every error of a scan is typed.
+//
+// Under these rules the hostile objects of internal/hostile open, scan and
+// check within 64 MiB + 16 × (footer bytes + the largest column chunk) of
+// Go heap, as a test measures.
 package reader
 
 import (
@@ -315,9 +355,11 @@ func (r *Reader) ID() storageid.ID { return r.id }
 // Size returns the object's size in bytes, as proven from its last group.
 func (r *Reader) Size() int64 { return r.vr.Size() }
 
-// Schema returns the object's Arrow schema. Every field carries its Parquet
-// field ID in the field metadata under "PARQUET:field_id". Footer metadata
-// entries reserved for padding are not in the schema's metadata.
+// Schema returns the object's Arrow schema, derived from its Parquet schema
+// (see the package doc). Every field carries its Parquet field ID in the
+// field metadata under "PARQUET:field_id". The schema's metadata is the
+// footer's key-value metadata, without the entries reserved for padding and
+// without ARROW:schema.
 func (r *Reader) Schema() *arrow.Schema { return r.schema }
 
 // Metadata returns the footer's key-value metadata, such as the entries
