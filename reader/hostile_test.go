@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/sovm/sop-pme/internal/hostile"
@@ -31,20 +32,47 @@ func readObject(ctx context.Context, st *hostile.Store, id storageid.ID) (int64,
 	return rows, rr.Err()
 }
 
+// builtCase is a hostile case built under the fuzz key (32 zero bytes).
+type builtCase struct {
+	hostile.Case
+	obj []byte
+	err error
+}
+
+// hostileCases builds every hostile case once for the tests of this
+// package.
+var hostileCases = sync.OnceValue(func() []builtCase {
+	dek := fuzzKey()
+	var out []builtCase
+	for _, c := range hostile.Cases() {
+		obj, err := c.Build(dek)
+		out = append(out, builtCase{c, obj, err})
+	}
+	return out
+})
+
+// fuzzKey returns the fixed key of the fuzz targets: 32 zero bytes.
+func fuzzKey() pme.DEK {
+	k, err := pme.DEKFromBytes(make([]byte, 32))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
 // TestHostile reads every hostile case: Open and a full Scan return the
 // case's error (or read rows), and Check reports the requirements the case
 // says the object fails.
 func TestHostile(t *testing.T) {
 	ctx := context.Background()
-	dek := pme.NewDEK()
-	for _, c := range hostile.Cases() {
+	dek := fuzzKey()
+	for _, c := range hostileCases() {
 		t.Run(c.Name, func(t *testing.T) {
-			b, err := c.Build(dek)
-			if err != nil {
-				t.Fatal(err)
+			if c.err != nil {
+				t.Fatal(c.err)
 			}
 			st := hostile.NewStore()
-			id := st.Put(b, dek)
+			id := st.Put(c.obj, dek)
 			rows, err := readObject(ctx, st, id)
 			switch {
 			case c.Want == nil && err != nil:

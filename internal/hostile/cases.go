@@ -242,9 +242,9 @@ func Cases() []Case {
 				o.ColumnMeta(0, 0).Set(CMDNumValues, thrift.I64(n))
 				return o.SealPadded(dek)
 			}},
-		{"many-columns", "a scan's column decoders fit its memory limit (64 KiB a leaf column)", reader.ErrMemoryLimit, nil,
+		{"many-columns", "a scan's column decoders fit its memory limit (64 KiB a leaf column; here 1,024 of them)", reader.ErrMemoryLimit, nil,
 			func(dek pme.DEK) ([]byte, error) {
-				o, err := fromRecord(wideRow(4096))
+				o, err := fromRecord(wideRow(1024))
 				if err != nil {
 					return nil, err
 				}
