@@ -8,3 +8,11 @@ func SetSealed(k DEK, n uint64) { k.s.sealed.Store(n) }
 
 // PadFits is padFits, for testing the limits without allocating a pad.
 func PadFits(footerLen int, p padme.Pad) error { return padFits(footerLen, p) }
+
+// StripTree applies StripForReading to f as an editable tree, for comparing
+// with the View's encoding.
+func StripTree(f *Footer) []byte {
+	f.edit()
+	f.stripTree()
+	return f.Append(nil)
+}

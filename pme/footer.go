@@ -438,6 +438,13 @@ func (f *Footer) StripForReading() {
 // stripTree is StripForReading on the tree.
 func (f *Footer) stripTree() {
 	f.stripKeys(stripped)
+	fields := f.meta.Fields[:0]
+	for _, fd := range f.meta.Fields {
+		if fd.ID <= fmdMaxKnown {
+			fields = append(fields, fd)
+		}
+	}
+	f.meta.Fields = fields
 	rgs, err := f.rowGroups()
 	if err != nil {
 		return
@@ -475,7 +482,7 @@ func (f *Footer) dropForReading() func(path []thrift.Node) bool {
 		c := path[len(path)-1]
 		switch len(path) {
 		case 2: // a FileMetaData field
-			return c.ID() == fmdKeyValueMetadata && !kvLeft || c.ID() > fmdMaxKnown
+			return c.ID() == fmdKeyValueMetadata && c.Type() == thrift.TypeList && !kvLeft || c.ID() > fmdMaxKnown
 		case 3: // a key_value_metadata entry
 			if path[1].ID() == fmdKeyValueMetadata {
 				k, err := c.Binary(kvKey)
@@ -485,7 +492,7 @@ func (f *Footer) dropForReading() func(path []thrift.Node) bool {
 			if path[1].ID() == fmdRowGroups && path[3].ID() == rgColumns {
 				return c.ID() >= ccOffsetIndexOffset && c.ID() <= ccEncryptedColumnMD
 			}
-		case 8: // a ColumnMetaData field
+		case 7: // a ColumnMetaData field
 			if path[1].ID() == fmdRowGroups && path[3].ID() == rgColumns && path[5].ID() == ccMetaData {
 				switch c.ID() {
 				case cmdIndexPageOffset, cmdBloomFilterOffset, cmdBloomFilterLength:
