@@ -63,6 +63,7 @@ package reader
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -120,6 +121,7 @@ type Reader struct {
 	nrg       int
 	alloc     memory.Allocator
 	verified  atomic.Bool
+	stats     *counters
 }
 
 // An Option configures Open.
@@ -178,6 +180,8 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if src == nil || keys == nil {
 		return nil, fmt.Errorf("%w: nil source or key resolver", ErrOption)
 	}
+	stats := new(counters)
+	src = countingSource{src, stats}
 	vr, err := verify.NewReader(ctx, src, id, cfg.verify...)
 	if err != nil {
 		return nil, fmt.Errorf("reader: opening %s: %w", id, err)
@@ -190,6 +194,7 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if _, err := vr.ReadAtContext(ctx, trailer, size-pme.TrailerSize); err != nil {
 		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
 	}
+	stats.verified.Add(pme.TrailerSize)
 	flen, err := pme.ParseTrailer(trailer)
 	if err != nil {
 		return nil, err
@@ -206,6 +211,7 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if _, err := vr.ReadAtContext(ctx, region, dataEnd); err != nil {
 		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
 	}
+	stats.verified.Add(int64(flen))
 	tail, err := pme.ParseFooterRegion(region)
 	if err != nil {
 		return nil, err
@@ -218,7 +224,8 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{id: id, vr: vr, src: src, dek: dek, alloc: cfg.alloc}
+	stats.modules.Add(1)
+	r := &Reader{id: id, vr: vr, src: src, dek: dek, alloc: cfg.alloc, stats: stats}
 	if err := r.load(footer, dataEnd); err != nil {
 		return nil, err
 	}
@@ -326,7 +333,7 @@ func (r *Reader) loadChunkInfo() error {
 // which prefetches chunks in the given order, and the view. A scan passes
 // its budget, which arrow-go then allocates through.
 func (r *Reader) open(ctx context.Context, order []pme.Span, b *budget) (*file.Reader, *plainView, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size(), order: order, ctPool: &r.ctPool,
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), order: order, ctPool: &r.ctPool,
 		info: r.info, budget: b, plainLen: make(map[int64]int64), ahead: make(map[int64]*prefetch)}
 	var mem memory.Allocator = r.alloc
 	if b != nil {
@@ -382,8 +389,65 @@ func (r *Reader) Verify(ctx context.Context) error {
 	if err := verify.Verify(ctx, r.src, r.id, verify.WithExpectedSize(r.vr.Size())); err != nil {
 		return err
 	}
+	r.stats.verified.Add(r.vr.Size())
 	r.verified.Store(true)
 	return nil
+}
+
+// Stats counts what a Reader has done so far, for statistics and progress
+// displays. The counts are cumulative over Open, every Scan and Verify.
+type Stats struct {
+	// BytesFetched counts the bytes the source handed over: BAO slices,
+	// that is the object bytes read (rounded out to 16 KiB groups) and the
+	// parent hashes that prove them.
+	BytesFetched int64
+	// BytesVerified counts the object bytes verified against storage_id
+	// and released: the ranges read, and the whole object for a Verify.
+	BytesVerified int64
+	// ModulesOpened counts the modules authenticated and decrypted under
+	// the DEK: the footer and the page header and page modules of the
+	// column chunks read.
+	ModulesOpened int64
+}
+
+// Stats returns the Reader's counts so far. It is safe to call while a
+// Scan runs.
+func (r *Reader) Stats() Stats {
+	return Stats{
+		BytesFetched:  r.stats.fetched.Load(),
+		BytesVerified: r.stats.verified.Load(),
+		ModulesOpened: r.stats.modules.Load(),
+	}
+}
+
+// counters are a Reader's Stats.
+type counters struct {
+	fetched, verified, modules atomic.Int64
+}
+
+// countingSource counts the bytes of the slices its source hands over.
+type countingSource struct {
+	verify.Source
+	c *counters
+}
+
+func (s countingSource) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	rc, err := s.Source.Slice(ctx, id, off, n)
+	if err != nil || rc == nil {
+		return rc, err
+	}
+	return countingReadCloser{rc, s.c}, nil
+}
+
+type countingReadCloser struct {
+	io.ReadCloser
+	c *counters
+}
+
+func (r countingReadCloser) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.c.fetched.Add(int64(n))
+	return n, err
 }
 
 // A ScanOption configures Scan.

@@ -35,6 +35,7 @@ type plainView struct {
 	ctx    context.Context
 	vr     *verify.Reader
 	dek    pme.DEK
+	stats  *counters
 	chunks []pme.Span // every chunk, sorted by offset
 	size   int64
 	order  []pme.Span          // the chunks the scan reads, in its order (may be nil)
@@ -221,11 +222,13 @@ func (v *plainView) open(c pme.Span, dst []byte) ([]byte, error) {
 	if _, err := v.vr.ReadAtContext(v.ctx, ct, c.Off); err != nil {
 		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 	}
+	v.stats.verified.Add(c.Len)
 	base := len(dst)
 	plain, err := openModules(v.dek, dst, ct)
 	if err != nil {
 		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 	}
+	v.stats.modules.Add(countModules(ct))
 	if in, ok := v.info[c.Off]; ok {
 		if err := checkPages(ct, plain[base:], in); err != nil {
 			clear(plain[base:])
@@ -233,6 +236,21 @@ func (v *plainView) open(c pme.Span, dst []byte) ([]byte, error) {
 		}
 	}
 	return plain, nil
+}
+
+// countModules counts the back-to-back modules of ct, whose framing
+// OpenModules has accepted.
+func countModules(ct []byte) int64 {
+	var n int64
+	for len(ct) > 0 {
+		_, rest, err := pme.SplitModule(ct)
+		if err != nil {
+			break
+		}
+		ct = rest
+		n++
+	}
+	return n
 }
 
 // parallelMin is the chunk size from which openModules splits the work in
