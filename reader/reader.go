@@ -284,7 +284,7 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 		if err := r.loadChunkInfo(); err != nil {
 			return err
 		}
-		pf, _, err := r.open(context.Background(), nil, nil)
+		pf, _, err := r.open(context.Background(), nil)
 		if err != nil {
 			return err
 		}
@@ -330,11 +330,11 @@ func (r *Reader) loadChunkInfo() error {
 }
 
 // open returns an arrow-go file reader over a plaintext view of the object,
-// which prefetches chunks in the given order, and the view. A scan passes
-// its budget, which arrow-go then allocates through.
-func (r *Reader) open(ctx context.Context, order []pme.Span, b *budget) (*file.Reader, *plainView, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), order: order, ctPool: &r.ctPool,
-		info: r.info, budget: b, plainLen: make(map[int64]int64), ahead: make(map[int64]*prefetch)}
+// and the view. A scan passes its budget, which arrow-go then allocates
+// through.
+func (r *Reader) open(ctx context.Context, b *budget) (*file.Reader, *plainView, error) {
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool,
+		info: r.info, budget: b, plainLen: make(map[int64]int64)}
 	var mem memory.Allocator = r.alloc
 	if b != nil {
 		mem = b
@@ -420,9 +420,11 @@ func (r *Reader) Stats() Stats {
 	}
 }
 
-// counters are a Reader's Stats.
+// counters are a Reader's Stats, and how many chunks a scan had to open
+// when arrow-go asked for them, not fetched ahead (for tests).
 type counters struct {
 	fetched, verified, modules atomic.Int64
+	syncOpens                  atomic.Int64
 }
 
 // countingSource counts the bytes of the slices its source hands over.
@@ -554,20 +556,6 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			rgs[i] = i
 		}
 	}
-	// The chunks the scan reads, in the order arrow-go asks for them: row
-	// group by row group, leaf column by leaf column.
-	var order []pme.Span
-	for _, i := range rgs {
-		if cols == nil {
-			order = append(order, r.grid[i]...)
-			continue
-		}
-		for _, c := range cols {
-			if c < len(r.grid[i]) {
-				order = append(order, r.grid[i][c])
-			}
-		}
-	}
 	// The column decoders must fit the memory limit before any is built.
 	ncols := len(cols)
 	if cols == nil {
@@ -576,29 +564,35 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 	b := newBudget(r.alloc, cfg.memLimit, ncols)
 	var first int64
 	if len(rgs) > 0 {
-		for _, c := range order[:min(len(order), ncols)] {
-			first += c.Len
+		for j, c := range r.grid[rgs[0]] {
+			if cols == nil || slices.Contains(cols, j) {
+				first += c.Len
+			}
 		}
 	}
 	if !b.fits(first) {
 		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d; project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first))
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	pf, view, err := r.open(ctx, order, b)
+	pf, view, err := r.open(ctx, b)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	// Parallel stays false: arrow-go then decodes in the goroutine that
-	// calls Next, where scanReader catches its panics. (It builds the
-	// readers of a struct's children in goroutines, which read nothing.)
+	// The scan decodes one row group at a time, each with a record reader
+	// of its own, so that the fetcher knows which chunks come next. Parallel
+	// stays false: arrow-go then decodes in the goroutine that calls Next,
+	// where scanReader catches its panics. (It builds the readers of a
+	// struct's children in goroutines, which read nothing.) The first row
+	// group's reader is built here, for the schema and to fail early.
+	var fr *pqarrow.FileReader
 	var rr pqarrow.RecordReader
 	err = catch(ErrDecode, func() error {
-		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b)
-		if err != nil {
+		var err error
+		if fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
 			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
 		}
-		if rr, err = fr.GetRecordReader(ctx, cols, rgs); err != nil {
+		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
 			return fmt.Errorf("%w: %w", ErrDecode, err)
 		}
 		return nil
@@ -612,7 +606,9 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		view.close()
 		return nil, err
 	}
-	sr := &scanReader{rr: rr, view: view, budget: b, done: func() { cancel(); view.close() }}
+	f := startFetcher(ctx, view, r.grid, cols, rgs)
+	sr := &scanReader{rr: rr, schema: rr.Schema(), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b,
+		done: func() { cancel(); f.stop(); view.close() }}
 	sr.refs.Store(1)
 	return sr, nil
 }

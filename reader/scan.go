@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // The default memory limit of a scan (see WithMemoryLimit).
@@ -143,7 +145,13 @@ func (b *budget) Free(buf []byte) {
 // and Err the error. When its last reference is released, the scan's
 // prefetches stop and their plaintext is cleared.
 type scanReader struct {
-	rr     array.RecordReader
+	rr     pqarrow.RecordReader // the current row group's, or nil
+	loaded bool                 // rr's row group is in the view
+	schema *arrow.Schema
+	fr     *pqarrow.FileReader
+	ctx    context.Context
+	cols   []int
+	fetch  *fetcher
 	view   *plainView
 	budget *budget
 	refs   atomic.Int64
@@ -153,9 +161,10 @@ type scanReader struct {
 
 var _ array.RecordReader = (*scanReader)(nil)
 
-func (s *scanReader) Schema() *arrow.Schema { return s.rr.Schema() }
+func (s *scanReader) Schema() *arrow.Schema { return s.schema }
 
-// Next decodes the next batch.
+// Next decodes the next batch: of the current row group, or else of the
+// next one the fetcher hands over, with a record reader of its own.
 func (s *scanReader) Next() (ok bool) {
 	if s.err != nil {
 		return false
@@ -166,14 +175,49 @@ func (s *scanReader) Next() (ok bool) {
 			s.err, ok = s.recovered(p), false
 		}
 	}()
-	s.budget.begin()
-	if s.rr.Next() {
-		return true
+	for {
+		if s.rr != nil && s.loaded {
+			s.budget.begin()
+			if s.rr.Next() {
+				return true
+			}
+			s.budget.end()
+			if err := s.rr.Err(); err != nil {
+				s.err = s.typed(err)
+				return false
+			}
+			s.rr.Release()
+			s.rr, s.loaded = nil, false
+		}
+		d, more := <-s.fetch.out
+		if !more {
+			if err := s.ctx.Err(); err != nil {
+				s.err = err
+			}
+			return false
+		}
+		if d.err != nil {
+			s.err = d.err
+			return false
+		}
+		s.view.setCurrent(d.chunks)
+		if s.rr == nil {
+			// Built outside a batch: the column decoders are charged to the
+			// budget when the scan starts (columnCost each).
+			err := catch(ErrDecode, func() error {
+				var err error
+				if s.rr, err = s.fr.GetRecordReader(s.ctx, s.cols, []int{d.rg}); err != nil {
+					return fmt.Errorf("%w: %w", ErrDecode, err)
+				}
+				return nil
+			})
+			if err != nil {
+				s.err = err
+				return false
+			}
+		}
+		s.loaded = true
 	}
-	if err := s.rr.Err(); err != nil {
-		s.err = s.typed(err)
-	}
-	return false
 }
 
 // typed returns the error of the scan: the view's if it failed (its error
@@ -202,7 +246,7 @@ func (s *scanReader) recovered(p any) error {
 
 // RecordBatch returns the current batch, or nil after an error.
 func (s *scanReader) RecordBatch() arrow.RecordBatch {
-	if s.err != nil {
+	if s.err != nil || s.rr == nil {
 		return nil
 	}
 	return s.rr.RecordBatch()
@@ -228,7 +272,9 @@ func (s *scanReader) Release() {
 		// raised; releasing them must not raise another.
 		_ = recover()
 	}()
-	s.rr.Release()
+	if s.rr != nil {
+		s.rr.Release()
+	}
 }
 
 // catch runs f, turning a panic into an error wrapping sentinel.
