@@ -8,30 +8,49 @@ import (
 	"github.com/sovm/sop-pme/pme"
 )
 
-// rowGroupPlain is the plaintext of the chunks a scan reads in one row
-// group, fetched ahead of the decoder; err, if set, is why the row group
-// could not be: its chunks are then none.
+// chunkPlain is one column chunk the fetcher opens: done is closed once
+// plain (its plaintext) or err is set.
+type chunkPlain struct {
+	done  chan struct{}
+	plain []byte
+	err   error
+	taken bool // handed to the decoder (plainView.take)
+}
+
+// rowGroupPlain is the chunks a scan reads in one row group, which the
+// fetcher opens in order, one by one.
 type rowGroupPlain struct {
 	rg     int
-	chunks map[int64][]byte // chunk offset → plaintext
-	err    error
+	spans  []pme.Span // the projected chunks, by offset
+	chunks map[int64]*chunkPlain
 }
 
-func (d *rowGroupPlain) clear() {
-	for _, p := range d.chunks {
-		clear(p)
+// clear waits for every chunk of d and clears the plaintext the decoder
+// did not take.
+func (d *rowGroupPlain) clear(v *plainView) {
+	for _, c := range d.chunks {
+		<-c.done
+		v.mu.Lock()
+		taken := c.taken
+		c.taken = true
+		v.mu.Unlock()
+		if !taken {
+			v.putPlain(c.plain)
+		}
 	}
-	d.chunks = nil
 }
 
-// fetcher reads a scan's row groups one ahead of the decoder, on a
-// goroutine of its own: for each row group in the scan's order, it fetches
-// the projected chunks through the verified reader, adjacent chunks as one
-// range (one slice, one verification), opens their modules under the DEK and
-// checks their pages against the footer, then hands them over on out. out is
-// unbuffered, so at most two row groups' projected chunks are held: the one
-// arrow-go decodes and the one ready after it. No byte reaches out, or the
-// decoder, before it is verified against storage_id (Section 11.10).
+// fetcher reads a scan's projected chunks ahead of the decoder, on a
+// goroutine of its own, in the scan's row-group order and, within a row
+// group, in offset order, which is the order arrow-go decodes them in. It
+// fetches adjacent chunks as one range (one slice, one verification),
+// opens each chunk's modules under the DEK and checks its pages against the
+// footer, and publishes it. A row group is handed over (out, one deep) as
+// soon as the fetcher starts it, so the decoder waits only for the chunk it
+// needs, not for its row group; and the fetcher starts a row group only once
+// the decoder has taken the one before, so at most two row groups' projected
+// chunks are held: the one arrow-go decodes and the next. No byte reaches the
+// decoder before it is verified against storage_id (Section 11.10).
 type fetcher struct {
 	view *plainView
 	grid [][]pme.Span
@@ -42,7 +61,7 @@ type fetcher struct {
 }
 
 func startFetcher(ctx context.Context, view *plainView, grid [][]pme.Span, cols, rgs []int) *fetcher {
-	f := &fetcher{view: view, grid: grid, cols: cols, rgs: rgs, out: make(chan *rowGroupPlain), done: make(chan struct{})}
+	f := &fetcher{view: view, grid: grid, cols: cols, rgs: rgs, out: make(chan *rowGroupPlain, 1), done: make(chan struct{})}
 	go f.run(ctx)
 	return f
 }
@@ -51,80 +70,97 @@ func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
 	defer close(f.out)
 	for _, rg := range f.rgs {
-		d := f.load(ctx, rg)
+		d := f.rowGroup(rg)
 		select {
 		case f.out <- d:
 		case <-ctx.Done():
-			d.clear()
 			return
 		}
-		if d.err != nil {
+		if !f.fill(ctx, d) {
 			return
 		}
 	}
 }
 
-// stop waits until the fetcher has ended, ctx being done, and clears what it
-// had opened and not handed over.
+// stop waits until the fetcher has ended, its context being done, and
+// clears what it opened and the decoder did not take.
 func (f *fetcher) stop() {
 	for d := range f.out {
-		d.clear()
+		d.clear(f.view)
 	}
 	<-f.done
 }
 
-// load reads the projected chunks of row group rg.
-func (f *fetcher) load(ctx context.Context, rg int) (d *rowGroupPlain) {
-	d = &rowGroupPlain{rg: rg, chunks: map[int64][]byte{}}
+// rowGroup returns row group rg's projected chunks, none opened yet.
+func (f *fetcher) rowGroup(rg int) *rowGroupPlain {
+	d := &rowGroupPlain{rg: rg, chunks: map[int64]*chunkPlain{}}
+	if f.cols == nil {
+		d.spans = slices.Clone(f.grid[rg])
+	} else {
+		for _, c := range f.cols {
+			if c < len(f.grid[rg]) {
+				d.spans = append(d.spans, f.grid[rg][c])
+			}
+		}
+	}
+	slices.SortFunc(d.spans, func(a, b pme.Span) int { return int(min(max(a.Off-b.Off, -1), 1)) })
+	d.spans = slices.Compact(d.spans)
+	for _, c := range d.spans {
+		d.chunks[c.Off] = &chunkPlain{done: make(chan struct{})}
+	}
+	return d
+}
+
+// fill opens the chunks of d in order and reports whether all opened. On
+// a failure, the failing chunk and every one after it carry the error.
+func (f *fetcher) fill(ctx context.Context, d *rowGroupPlain) (ok bool) {
+	next := 0 // d.spans[next:] are not published yet
+	fail := func(err error) {
+		for _, c := range d.spans[next:] {
+			ch := d.chunks[c.Off]
+			ch.err = err
+			close(ch.done)
+		}
+		next = len(d.spans)
+	}
 	defer func() {
 		// Opening and checking neither decodes with arrow-go nor panics;
 		// should it, the scan fails rather than the process.
 		if p := recover(); p != nil {
-			d.clear()
-			d.err = fmt.Errorf("%w: opening row group %d: %v", ErrDecode, rg, p)
+			fail(fmt.Errorf("%w: opening row group %d: %v", ErrDecode, d.rg, p))
+			ok = false
 		}
 	}()
-	var chunks []pme.Span
-	if f.cols == nil {
-		chunks = slices.Clone(f.grid[rg])
-	} else {
-		for _, c := range f.cols {
-			if c < len(f.grid[rg]) {
-				chunks = append(chunks, f.grid[rg][c])
-			}
-		}
-	}
-	slices.SortFunc(chunks, func(a, b pme.Span) int { return int(min(max(a.Off-b.Off, -1), 1)) })
-	chunks = slices.Compact(chunks)
 	v := f.view
-	for i := 0; i < len(chunks); {
+	for next < len(d.spans) {
 		// A range of adjacent chunks: one verified read.
-		j, end := i+1, chunks[i].End()
-		for j < len(chunks) && chunks[j].Off == end {
-			end = chunks[j].End()
+		i, j, end := next, next+1, d.spans[next].End()
+		for j < len(d.spans) && d.spans[j].Off == end {
+			end = d.spans[j].End()
 			j++
 		}
-		span := pme.Span{Off: chunks[i].Off, Len: end - chunks[i].Off}
+		span := pme.Span{Off: d.spans[i].Off, Len: end - d.spans[i].Off}
 		ct := v.ciphertext(span.Len)
 		if _, err := v.vr.ReadAtContext(ctx, *ct, span.Off); err != nil {
 			v.ctPool.Put(ct)
-			d.clear()
-			d.err = fmt.Errorf("reader: row group %d, column chunks at [%d, %d): %w", rg, span.Off, span.End(), err)
-			return d
+			fail(fmt.Errorf("reader: row group %d, column chunks at [%d, %d): %w", d.rg, span.Off, span.End(), err))
+			return false
 		}
 		v.stats.verified.Add(span.Len)
-		for _, c := range chunks[i:j] {
-			plain, err := v.openChunk(c, (*ct)[c.Off-span.Off:c.End()-span.Off], make([]byte, 0, c.Len))
+		for _, c := range d.spans[i:j] {
+			plain, err := v.openChunk(c, (*ct)[c.Off-span.Off:c.End()-span.Off], v.plaintext(c.Len))
 			if err != nil {
+				v.putPlain(plain)
 				v.ctPool.Put(ct)
-				d.clear()
-				d.err = err
-				return d
+				fail(err)
+				return false
 			}
-			d.chunks[c.Off] = plain
+			ch := d.chunks[c.Off]
+			ch.plain = plain
+			close(ch.done)
+			next++
 		}
 		v.ctPool.Put(ct)
-		i = j
 	}
-	return d
+	return true
 }

@@ -118,6 +118,7 @@ type Reader struct {
 	numLeaves int
 	maxChunk  int64
 	ctPool    sync.Pool // buffers for the modules of a chunk (ciphertext only)
+	ptPool    sync.Pool // buffers for the plaintext of a chunk, cleared before they return
 	nrg       int
 	alloc     memory.Allocator
 	verified  atomic.Bool
@@ -333,7 +334,7 @@ func (r *Reader) loadChunkInfo() error {
 // and the view. A scan passes its budget, which arrow-go then allocates
 // through.
 func (r *Reader) open(ctx context.Context, b *budget) (*file.Reader, *plainView, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool,
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool, ptPool: &r.ptPool,
 		info: r.info, budget: b, plainLen: make(map[int64]int64)}
 	var mem memory.Allocator = r.alloc
 	if b != nil {

@@ -196,11 +196,7 @@ func (s *scanReader) Next() (ok bool) {
 			}
 			return false
 		}
-		if d.err != nil {
-			s.err = d.err
-			return false
-		}
-		s.view.setCurrent(d.chunks)
+		s.view.setCurrent(d)
 		if s.rr == nil {
 			// Built outside a batch: the column decoders are charged to the
 			// budget when the scan starts (columnCost each).

@@ -41,12 +41,13 @@ type plainView struct {
 	chunks []pme.Span // every chunk, sorted by offset
 	size   int64
 	ctPool *sync.Pool          // of *[]byte: buffers for chunks' modules, shared by the Reader's scans
+	ptPool *sync.Pool          // of *[]byte: buffers for chunks' plaintext, cleared before they return
 	info   map[int64]chunkInfo // by chunk offset: what the footer says of it
 	budget *budget             // the scan's decoding budget (nil outside a scan)
 
 	mu       sync.Mutex
 	plainLen map[int64]int64  // chunk offset → plaintext length, once opened
-	current  map[int64][]byte // the current row group's chunks, opened ahead, not read yet
+	current  *rowGroupPlain  // the row group arrow-go decodes, opened ahead
 	cache    pme.Span         // the chunk held in plain, for reads of part of a chunk
 	plain    []byte
 	pos      int64
@@ -113,18 +114,19 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	if v.cache != c {
 		v.cache = pme.Span{}
 		v.decoding(c)
-		plain, ok := v.current[c.Off]
+		v.mu.Unlock()
+		plain, ok, err := v.take(c)
+		v.mu.Lock()
 		if ok {
-			delete(v.current, c.Off)
 			clear(v.plain)
-		} else {
-			var err error
-			if plain, err = v.open(c, v.plain[:0]); err != nil {
-				if v.err == nil {
-					v.err = err
-				}
-				return 0, err
+		} else if err == nil {
+			plain, err = v.open(c, v.plain[:0])
+		}
+		if err != nil {
+			if v.err == nil {
+				v.err = err
 			}
+			return 0, err
 		}
 		v.plain = plain
 		v.plainLen[c.Off] = int64(len(plain))
@@ -145,14 +147,14 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 // group, opened ahead, or else by opening c straight into p.
 func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
 	v.decoding(c)
-	v.mu.Lock()
-	plain, ok := v.current[c.Off]
-	delete(v.current, c.Off)
-	v.mu.Unlock()
+	plain, ok, err := v.take(c)
+	if err != nil {
+		return 0, err
+	}
 	var n int
 	if ok {
 		n = copy(p, plain)
-		clear(plain)
+		v.putPlain(plain)
 	} else {
 		plain, err := v.open(c, p[:0])
 		if err != nil {
@@ -167,15 +169,45 @@ func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
 	return n, io.EOF
 }
 
-// setCurrent hands the view the plaintext of the row group arrow-go reads
-// next, and clears what is left of the one before.
-func (v *plainView) setCurrent(chunks map[int64][]byte) {
+// take returns chunk c of the current row group, once the fetcher has
+// opened it, and hands it over: ok is false if the fetcher does not open c,
+// or it was taken before.
+func (v *plainView) take(c pme.Span) (plain []byte, ok bool, err error) {
+	v.mu.Lock()
+	var ch *chunkPlain
+	if v.current != nil {
+		// The map is the fetcher's, read-only once handed over; taken is
+		// the view's, under v.mu.
+		if ch = v.current.chunks[c.Off]; ch != nil && ch.taken {
+			ch = nil
+		} else if ch != nil {
+			ch.taken = true
+		}
+	}
+	v.mu.Unlock()
+	if ch == nil {
+		return nil, false, nil
+	}
+	select {
+	case <-ch.done:
+	case <-v.ctx.Done():
+		go func() { <-ch.done; v.putPlain(ch.plain) }()
+		return nil, false, v.ctx.Err()
+	}
+	return ch.plain, ch.err == nil, ch.err
+}
+
+// setCurrent hands the view the row group arrow-go reads next, and clears
+// what is left of the one before.
+func (v *plainView) setCurrent(d *rowGroupPlain) {
 	v.mu.Lock()
 	old := v.current
-	v.current = chunks
+	v.current = d
+	clear(v.plain) // the previous row group's, if a chunk was read in parts
+	v.plain, v.cache = v.plain[:0], pme.Span{}
 	v.mu.Unlock()
-	for _, p := range old {
-		clear(p)
+	if old != nil {
+		old.clear(v)
 	}
 }
 
@@ -191,6 +223,24 @@ func (v *plainView) open(c pme.Span, dst []byte) ([]byte, error) {
 	}
 	v.stats.verified.Add(c.Len)
 	return v.openChunk(c, *ct, dst)
+}
+
+// plaintext returns an empty pooled buffer with room for n bytes.
+func (v *plainView) plaintext(n int64) []byte {
+	if bp, _ := v.ptPool.Get().(*[]byte); bp != nil && int64(cap(*bp)) >= n {
+		return (*bp)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// putPlain clears a plaintext buffer and returns it to the pool.
+func (v *plainView) putPlain(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	clear(b)
+	b = b[:0]
+	v.ptPool.Put(&b)
 }
 
 // ciphertext returns a pooled buffer of n bytes.
