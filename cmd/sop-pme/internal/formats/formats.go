@@ -92,6 +92,10 @@ type InputOptions struct {
 	Format    Format // "" detects it
 	BatchRows int    // rows per record for CSV, NDJSON and Parquet; 0: 64 Ki
 	Alloc     memory.Allocator
+	// OnRead, if set, is called with the number of bytes of each read
+	// from the input (for progress displays). It may be called from
+	// several goroutines at once.
+	OnRead func(n int)
 }
 
 // An Input is a table being read.
@@ -128,7 +132,11 @@ func Open(ctx context.Context, path string, opts InputOptions) (*Input, error) {
 			return nil, err
 		}
 	}
-	in, err := open(ctx, f, name, opts)
+	var src file_ = f
+	if opts.OnRead != nil {
+		src = &countingFile{file_: f, onRead: opts.OnRead}
+	}
+	in, err := open(ctx, src, name, opts)
 	if err != nil {
 		if f != os.Stdin {
 			f.Close()
@@ -148,7 +156,31 @@ func Open(ctx context.Context, path string, opts InputOptions) (*Input, error) {
 	return in, nil
 }
 
-func open(ctx context.Context, f *os.File, name string, opts InputOptions) (*Input, error) {
+// file_ is what Open reads: an *os.File, or one that counts what is read.
+type file_ interface {
+	readAtSeeker
+	Stat() (os.FileInfo, error)
+}
+
+// countingFile reports the bytes read from a file.
+type countingFile struct {
+	file_
+	onRead func(n int)
+}
+
+func (c *countingFile) Read(p []byte) (int, error) {
+	n, err := c.file_.Read(p)
+	c.onRead(n)
+	return n, err
+}
+
+func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.file_.ReadAt(p, off)
+	c.onRead(n)
+	return n, err
+}
+
+func open(ctx context.Context, f file_, name string, opts InputOptions) (*Input, error) {
 	br := bufio.NewReaderSize(f, 1<<16)
 	format := opts.Format
 	if format == "" {
