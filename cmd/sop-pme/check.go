@@ -68,7 +68,7 @@ another requirement.
 				res.Checked = append(res.Checked, r.String())
 			}
 			for _, f := range rep.Findings {
-				res.Findings = append(res.Findings, checkFinding{f.Requirement.String(), f.Detail})
+				res.Findings = append(res.Findings, checkFinding{f.Requirement.String(), cleanText(f.Detail)})
 			}
 			if asJSON {
 				if err := printJSON(a.stdout, res); err != nil {
@@ -101,7 +101,7 @@ func printReport(w io.Writer, rep *reader.Report) {
 		case rep.Failed(r):
 			for _, f := range rep.Findings {
 				if f.Requirement == r {
-					fmt.Fprintf(tw, "FAIL\t%s\t%s\n", r, f.Detail)
+					fmt.Fprintf(tw, "FAIL\t%s\t%s\n", r, cleanText(f.Detail))
 				}
 			}
 		case slices.Contains(rep.Checked, r):

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,10 +37,10 @@ try next.
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if store.dir == "" {
+				store.dir = os.Getenv("SOP_PME_STORE")
+			}
+			if store.dir == "" {
 				store.dir = "demo-store"
-				if _, err := store.path(); err != nil {
-					return err
-				}
 			}
 			dir := store.dir
 			k, err := ks.openRing(ctx, dir, ringCreate, a.stdout)
@@ -111,7 +112,7 @@ try next.
 				flags += " --keyring " + ks.ringFlag
 			}
 			fmt.Fprintf(out, "\nnext (install the command with %s):\n", installHint)
-			fmt.Fprintf(out, "  sop-pme export  --store %s%s %s --limit 5\n", dir, flags, obj.StorageID)
+			fmt.Fprintf(out, "  sop-pme export  --store %s%s %s --format csv --limit 5\n", dir, flags, obj.StorageID)
 			fmt.Fprintf(out, "  sop-pme inspect --store %s%s %s\n", dir, flags, obj.StorageID)
 			fmt.Fprintf(out, "  sop-pme ls      --store %s%s\n", dir, flags)
 			return nil

@@ -124,8 +124,11 @@ var prefix = regexp.MustCompile(`\b(reader|verify|blobs|keyring|pme|writer|stora
 
 // clean returns err's text on one line, without the library's package
 // prefixes and with any repeated segment ("x: x: y") said once.
-func clean(err error) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
+func clean(err error) string { return cleanText(err.Error()) }
+
+// cleanText is clean for a message already made text.
+func cleanText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
 	s = prefix.ReplaceAllString(s, "")
 	parts := strings.Split(s, ": ")
 	out := parts[:0]

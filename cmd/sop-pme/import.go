@@ -75,17 +75,18 @@ stderr), once the object is written.
   duckdb -c "COPY (SELECT ...) TO '/dev/stdout' (FORMAT csv)" | sop-pme import -s ./store --format csv --assign-field-ids -`,
 		Args: exactArgs(1, "one input file (or - for stdin)"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			dir, err := store.path()
-			if err != nil {
-				return err
-			}
 			var f formats.Format
+			var err error
 			if format != "" {
 				if f, err = formats.Parse(format); err != nil {
 					return usagef("--format %q: one of %s", format, formatList(formats.All))
 				}
 			}
 			c, err := parseCodec(codec)
+			if err != nil {
+				return err
+			}
+			dir, err := store.path()
 			if err != nil {
 				return err
 			}
@@ -128,7 +129,7 @@ stderr), once the object is written.
 				if !assign {
 					m.abort()
 					return &cmdError{exitFailure, fmt.Sprintf("%s: %d %s no Parquet field ID: %s (give --assign-field-ids to number them; SOP-PME-1 11.2)",
-						name, len(missing), plural(len(missing), "field has", "fields have"), listNames(missing, 8)), writer.ErrFieldID}
+						name, len(missing), plural(len(missing), "field has", "fields have"), listNames(missing, 16)), writer.ErrFieldID}
 				}
 				schema, err := writer.AssignFieldIDs(in.Schema())
 				if err != nil {

@@ -59,14 +59,14 @@ opens no later copy.
 				}
 				ids = append(ids, id)
 			}
+			if !yes && !a.stdinTTY {
+				return usagef("rm deletes for good: give --yes (stdin is not a terminal to ask on)")
+			}
 			dir, err := store.path()
 			if err != nil {
 				return err
 			}
 			if !yes {
-				if !a.stdinTTY {
-					return usagef("rm deletes for good: give --yes (stdin is not a terminal to ask on)")
-				}
 				fmt.Fprintf(a.stderr, "Forget the DEK of %d %s and delete %s from %s? This cannot be undone. [y/N] ",
 					len(ids), plural(len(ids), "object", "objects"), plural(len(ids), "it", "them"), dir)
 				line, _ := bufio.NewReader(a.stdin).ReadString('\n')

@@ -43,7 +43,7 @@ var All = []Format{Parquet, ArrowFile, ArrowStream, CSV, NDJSON}
 
 // ErrFormat reports an input that is not in the format it is read as, or
 // whose format cannot be told.
-var ErrFormat = errors.New("unrecognised input format")
+var ErrFormat = errors.New("formats: not a readable table")
 
 // Parse returns the format named s.
 func Parse(s string) (Format, error) {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The tests run the command as a user does: the binary built by TestMain,
+// in child processes, checking exit codes, stdout and stderr.
+var (
+	sopBinary   string // go build .
+	crashBinary string // go build -tags sopcrash . (keys rotate dies on cue)
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sop-pme-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sopBinary, crashBinary = filepath.Join(dir, "sop-pme"), filepath.Join(dir, "sop-pme-crash")
+	for _, b := range []struct{ out, tags string }{{sopBinary, ""}, {crashBinary, "sopcrash"}} {
+		cmd := exec.Command("go", "build", "-tags", b.tags, "-o", b.out, ".")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building sop-pme:", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is an isolated user: a configuration directory of its own (where the
+// default KEK and keyring go), a home, no SOP_PME_* variables from the
+// test's environment, and a store path.
+type env struct {
+	t     *testing.T
+	conf  string
+	store string
+	vars  []string
+	bin   string
+	stdin io.Reader
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root := t.TempDir()
+	e := &env{t: t, conf: filepath.Join(root, "config"), store: filepath.Join(root, "store"), bin: sopBinary}
+	e.vars = []string{"XDG_CONFIG_HOME=" + e.conf, "HOME=" + filepath.Join(root, "home"), "PATH=" + os.Getenv("PATH")}
+	return e
+}
+
+// kekPath is the default KEK file of the env.
+func (e *env) kekPath() string  { return filepath.Join(e.conf, "sop-pme", "kek") }
+func (e *env) ringPath() string { return filepath.Join(e.conf, "sop-pme", "keyring") }
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// run runs the command (bounded to two minutes) with the env's variables
+// plus extra ("NAME=value").
+func (e *env) run(extra []string, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd.Env = append(slices.Clone(e.vars), extra...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = e.stdin
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// sop runs the command against the env's store.
+func (e *env) sop(args ...string) result {
+	e.t.Helper()
+	return e.run([]string{"SOP_PME_STORE=" + e.store}, args...)
+}
+
+// ok runs the command and fails the test unless it exits 0.
+func (e *env) ok(args ...string) result {
+	e.t.Helper()
+	r := e.sop(args...)
+	if r.code != 0 {
+		e.t.Fatalf("sop-pme %s: %s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// fails runs the command and checks that it exits with code, printing one
+// line on stderr that contains each of want.
+func (e *env) fails(code int, want []string, args ...string) result {
+	e.t.Helper()
+	r := e.sop(args...)
+	checkFailure(e.t, r, code, want, args)
+	return r
+}
+
+func checkFailure(t *testing.T, r result, code int, want []string, args []string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("sop-pme %s: exit %d, want %d\n%s", strings.Join(args, " "), r.code, code, r)
+		return
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "sop-pme: ") {
+		t.Errorf("sop-pme %s: the error line %q lacks the prefix", strings.Join(args, " "), last)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "sop-pme: ") && l != last && !strings.Contains(l, "warning") && !strings.Contains(l, "not shown") {
+			t.Errorf("sop-pme %s: more than one error line:\n%s", strings.Join(args, " "), r.stderr)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(last, w) {
+			t.Errorf("sop-pme %s: the error line %q lacks %q", strings.Join(args, " "), last, w)
+		}
+	}
+	if p := pkgPrefix.FindString(strings.TrimPrefix(last, "sop-pme: ")); p != "" {
+		t.Errorf("sop-pme %s: the error line %q repeats a package prefix %q", strings.Join(args, " "), last, p)
+	}
+}
+
+// pkgPrefix matches the package prefixes of the library's errors, which the
+// command's error lines must not repeat.
+var pkgPrefix = regexp.MustCompile(`(^|[^-\w/.])(reader|verify|keyring|blobs|pme|writer|formats): `)
+
+var storageIDLine = regexp.MustCompile(`storage_id\s+([0-9a-f]{64})`)
+
+// importJSON imports path with extra flags and returns the result.
+func (e *env) importJSON(path string, flags ...string) importResult {
+	e.t.Helper()
+	r := e.ok(append([]string{"import", "--json", path}, flags...)...)
+	var res importResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		e.t.Fatalf("import --json: %v\n%s", err, r)
+	}
+	return res
+}
+
+// tree lists every file and directory under the given roots, with sizes.
+func tree(t *testing.T, roots ...string) []string {
+	t.Helper()
+	var out []string
+	for _, root := range roots {
+		filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+			if err == nil {
+				out = append(out, fmt.Sprintf("%s %d", p, fi.Size()*int64(map[bool]int{true: 0, false: 1}[fi.IsDir()])))
+			}
+			return nil
+		})
+	}
+	slices.Sort(out)
+	return out
+}
