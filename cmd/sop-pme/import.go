@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,12 @@ const (
 	importRowGroupBytes = 64 << 20
 	importRowGroupRows  = writer.DefaultRowGroupRows
 )
+
+// importMemoryLimit is the soft memory limit of an import with row groups
+// of rgBytes: what the writer holds at most (two row groups being gathered
+// and encoded, and the encoded one being sealed), and 128 MiB for the input
+// reader, the codecs and the runtime.
+func importMemoryLimit(rgBytes int64) int64 { return 3*rgBytes + 128<<20 }
 
 type importResult struct {
 	StorageID    string `json:"storage_id"`
@@ -142,6 +149,13 @@ stderr), once the object is written.
 				return about(name, err)
 			}
 
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// A soft limit: the garbage collector works harder as the
+				// heap nears it, so that garbage does not double the
+				// resident set (GOGC=100 lets the heap grow to twice what
+				// is live). It never fails an allocation.
+				debug.SetMemoryLimit(importMemoryLimit(rgBytes))
+			}
 			_, statErr := os.Stat(dir)
 			st, err := blobs.CreateDir(dir)
 			if err != nil {

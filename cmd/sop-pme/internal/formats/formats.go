@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -255,7 +256,12 @@ type readAtSeeker interface {
 // field with the field ID the file gives it ("PARQUET:field_id"; -1 when it
 // has none).
 func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOptions) (*Input, error) {
-	pf, err := file.NewParquetReader(ra)
+	// Buffered streams read a column chunk a buffer at a time, rather than
+	// whole: memory stays bounded by pages, not by the input's row groups.
+	props := parquet.NewReaderProperties(opts.Alloc)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 1 << 20
+	pf, err := file.NewParquetReader(ra, file.WithReadProps(props))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a readable Parquet file: %v", ErrFormat, name, err)
 	}
