@@ -55,5 +55,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/thrift
 	$(GO) test -run '^$$' -fuzz FuzzVerifySlice -fuzztime $(FUZZTIME) -fuzzminimizetime 500x ./verify
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./keyring
+	$(GO) test -run '^$$' -fuzz FuzzPlaintext -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./reader
+	$(GO) test -run '^$$' -fuzz FuzzFooter -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
 
 include blobs/iroh/iroh.mk

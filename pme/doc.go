@@ -25,6 +25,13 @@
 //     only the empty-AAD AES_GCM_V1 construction; there is no plaintext
 //     footer mode anywhere in the package (Section 11.4).
 //
+// A footer opened for reading (OpenFooter) is decoded into a compact,
+// read-only form, at most one value per two footer bytes beyond the first
+// 64 Ki and 16 bytes per value; Footer.Fields bounds the schema's paths and
+// elements, and Footer.KeyValues the key-value entries, by the footer's
+// size: what a footer costs is a small multiple of its bytes, however a
+// producer who holds the DEK crafts it.
+//
 // Modules are not bound to their position: with the empty AAD, a module
 // moved within an object, or into another object under the same DEK, still
 // opens. Only the storage_id binds them (Section 11.10), which is why

@@ -17,6 +17,10 @@ var (
 	ErrNonceLimit = errors.New("pme: DEK has sealed 2^32 modules; no more may be sealed under it")
 	// ErrTooLarge reports a module or footer larger than the format allows.
 	ErrTooLarge = errors.New("pme: too large")
+	// ErrPadding reports a pad entry that a footer cannot hold (see
+	// Footer.SetPad); the writer refuses such an object with its own
+	// ErrPadding, wrapping this one.
+	ErrPadding = errors.New("pme: the pad does not fit the footer")
 	// ErrModule reports a malformed module frame.
 	ErrModule = errors.New("pme: malformed module")
 	// ErrFormat reports bytes that are not an encrypted-footer PME file in

@@ -2,6 +2,7 @@ package pme
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
@@ -10,37 +11,99 @@ import (
 // A Footer is the plaintext FileMetaData of an object, decoded. The writer
 // gets one from Reframer.Close, pads it (SetPad) and seals it (Seal); the
 // reader gets one from OpenFooter.
+//
+// A footer the reader opens is decoded into a compact, read-only form (a
+// thrift.View: 16 bytes per value, at most one value per two footer bytes
+// beyond the first 64 Ki), so that a footer costs a small multiple of its
+// size however it is crafted; it becomes an editable tree only if it is
+// edited (SetPad).
 type Footer struct {
-	meta *thrift.Struct
+	meta  *thrift.Struct // the editable tree, or nil
+	view  *thrift.View   // the footer as opened, while meta is nil
+	strip bool           // StripForReading applies to view
+}
+
+// root returns the footer as a View, decoding the tree's encoding if there
+// is no View.
+func (f *Footer) root() thrift.Node {
+	if f.view != nil {
+		return f.view.Root()
+	}
+	v, err := thrift.DecodeView(f.meta.Append(nil), thrift.Limits{MaxDepth: thriftLimits.MaxDepth, MaxNodes: math.MaxInt})
+	if err != nil {
+		panic("pme: internal error: a footer tree does not decode: " + err.Error())
+	}
+	return v.Root()
+}
+
+// size returns the length in bytes of the FileMetaData as opened (or as
+// edited): what the limits on its parts are relative to.
+func (f *Footer) size() int {
+	if f.view != nil {
+		return f.view.Len()
+	}
+	return f.meta.EncodedLen()
 }
 
 // Len returns the length in bytes of the encoded FileMetaData.
-func (f *Footer) Len() int { return f.meta.EncodedLen() }
+func (f *Footer) Len() int {
+	switch {
+	case f.meta != nil:
+		return f.meta.EncodedLen()
+	case f.strip:
+		return len(f.Append(nil))
+	}
+	return f.view.Len()
+}
 
 // Append appends the Thrift compact encoding of the FileMetaData to dst.
-func (f *Footer) Append(dst []byte) []byte { return f.meta.Append(dst) }
+func (f *Footer) Append(dst []byte) []byte {
+	switch {
+	case f.meta != nil:
+		return f.meta.Append(dst)
+	case f.strip:
+		return thrift.AppendView(dst, f.view.Root(), f.dropForReading())
+	}
+	return append(dst, f.view.Bytes()...)
+}
 
 // Seal encodes the footer and seals it as one module under dek with a fresh
 // nonce: the encrypted footer of Section 11.4. A footer sealed again (after
 // padding) gets a fresh nonce, like every module.
 func (f *Footer) Seal(dek DEK) ([]byte, error) {
-	plain := f.meta.Append(nil)
+	plain := f.Append(nil)
 	defer clear(plain)
 	return dek.Seal(nil, plain)
 }
 
 // OpenFooter authenticates and decrypts a footer module body under dek and
-// decodes the FileMetaData strictly (non-canonical Thrift is refused).
+// decodes the FileMetaData strictly (non-canonical Thrift is refused), into
+// at most 64 Ki values plus one per two bytes: real footers take 2.4 to 8
+// bytes per value (arrow-go's and DuckDB's, measured), and a footer of
+// empty structs one. The refusal, before anything is kept, wraps ErrFormat
+// and thrift.ErrTooLarge.
 func OpenFooter(dek DEK, body []byte) (*Footer, error) {
 	plain, err := dek.Open(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("footer: %w", err)
 	}
-	meta, err := thrift.DecodeExact(plain, footerLimits(len(plain)))
+	view, err := thrift.DecodeView(plain, footerLimits(len(plain)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: footer FileMetaData: %w", ErrFormat, err)
 	}
-	return &Footer{meta: meta}, nil
+	return &Footer{view: view}, nil
+}
+
+// edit makes the footer an editable tree.
+func (f *Footer) edit() {
+	if f.meta != nil {
+		return
+	}
+	f.meta = f.view.Tree()
+	if f.strip {
+		f.stripTree()
+	}
+	f.view, f.strip = nil, false
 }
 
 // remap rewrites a footer written for the plaintext stream to address the
@@ -133,6 +196,7 @@ func dropOutsideChunk(cc, md *thrift.Struct) {
 	}
 }
 
+// rowGroups returns the row groups of the tree.
 func (f *Footer) rowGroups() ([]*thrift.Struct, error) {
 	v := f.meta.Field(fmdRowGroups)
 	if v == nil {
@@ -179,31 +243,63 @@ func plainSpan(md *thrift.Struct) (Span, int64, error) {
 // footer states them. Each span covers the chunk's modules, from the length
 // prefix of its first page's header module.
 func (f *Footer) ColumnChunks() ([][]Span, error) {
-	rgs, err := f.rowGroups()
-	if err != nil {
-		return nil, err
+	rgs, err := f.root().List(fmdRowGroups)
+	if err != nil || rgs.Elem() != thrift.TypeStruct {
+		return nil, fmt.Errorf("%w: FileMetaData.row_groups missing or not a list of structs", ErrFormat)
 	}
-	out := make([][]Span, len(rgs))
-	for i, rg := range rgs {
+	out := make([][]Span, 0, rgs.Len())
+	i := 0
+	for rg := range rgs.Children() {
 		cols, err := rg.List(rgColumns)
-		if err != nil {
-			return nil, fmt.Errorf("%w: row group %d: %w", ErrFormat, i, err)
+		if err != nil || cols.Elem() != thrift.TypeStruct {
+			return nil, fmt.Errorf("%w: row group %d: columns missing or not a list of structs", ErrFormat, i)
 		}
-		out[i] = make([]Span, len(cols.Items))
-		for j, v := range cols.Items {
-			if v.Struct == nil || v.Struct.Field(ccFilePath) != nil {
-				return nil, fmt.Errorf("%w: row group %d column %d: missing or external column chunk", ErrFormat, i, j)
+		row := make([]Span, 0, cols.Len())
+		j := 0
+		for cc := range cols.Children() {
+			if _, ok := cc.Field(ccFilePath); ok {
+				return nil, fmt.Errorf("%w: row group %d column %d: external column chunk", ErrFormat, i, j)
 			}
-			md, err := v.Struct.Struct(ccMetaData)
+			md, err := cc.Struct(ccMetaData)
 			if err != nil {
 				return nil, fmt.Errorf("%w: row group %d column %d: %w", ErrFormat, i, j, err)
 			}
-			if out[i][j], _, err = plainSpan(md); err != nil {
+			span, err := chunkSpan(md)
+			if err != nil {
 				return nil, fmt.Errorf("%w: row group %d column %d: %w", ErrFormat, i, j, err)
 			}
+			row = append(row, span)
+			j++
 		}
+		out = append(out, row)
+		i++
 	}
 	return out, nil
+}
+
+// chunkSpan is plainSpan over a View.
+func chunkSpan(md thrift.Node) (Span, error) {
+	data, err := md.I64(cmdDataPageOffset)
+	if err != nil {
+		return Span{}, err
+	}
+	size, err := md.I64(cmdTotalCompressed)
+	if err != nil {
+		return Span{}, err
+	}
+	start := data
+	if v, ok := md.Field(cmdDictPageOffset); ok {
+		if v.Type() != thrift.TypeI64 {
+			return Span{}, fmt.Errorf("dictionary_page_offset is %v", v.Type())
+		}
+		if v.Int() > 0 {
+			start = min(start, v.Int())
+		}
+	}
+	if start < 4 || size <= 0 || start > (1<<62)-size {
+		return Span{}, fmt.Errorf("column chunk [%d, +%d) is out of range", start, size)
+	}
+	return Span{Off: start, Len: size}, nil
 }
 
 // KeyValue is one footer key-value metadata entry.
@@ -212,28 +308,41 @@ type KeyValue struct {
 	Value []byte // nil if the optional value field is absent
 }
 
+// MaxKeyValues returns how many key-value entries a footer of footerLen
+// bytes may have: 16,384, plus one per 128 bytes. An entry takes three
+// bytes and costs a reader (this package, arrow-go and an Arrow schema's
+// metadata) about 120 bytes.
+func MaxKeyValues(footerLen int) int { return 1<<14 + footerLen/128 }
+
 // KeyValues returns the footer's key-value metadata, including reserved
-// padding entries.
+// padding entries unless StripForReading removed them. A footer of more
+// than MaxKeyValues entries is refused with ErrFormat.
 func (f *Footer) KeyValues() ([]KeyValue, error) {
-	v := f.meta.Field(fmdKeyValueMetadata)
-	if v == nil {
+	v, ok := f.root().Field(fmdKeyValueMetadata)
+	if !ok {
 		return nil, nil
 	}
-	if v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct {
+	if v.Type() != thrift.TypeList || v.Elem() != thrift.TypeStruct {
 		return nil, fmt.Errorf("%w: key_value_metadata is not a list of structs", ErrFormat)
 	}
-	out := make([]KeyValue, 0, len(v.List.Items))
-	for _, it := range v.List.Items {
-		k, err := it.Struct.Binary(kvKey)
+	if n := f.size(); v.Len() > MaxKeyValues(n) {
+		return nil, fmt.Errorf("%w: %d key-value entries in a footer of %d bytes, at most %d", ErrFormat, v.Len(), n, MaxKeyValues(n))
+	}
+	out := make([]KeyValue, 0, v.Len())
+	for it := range v.Children() {
+		k, err := it.Binary(kvKey)
 		if err != nil {
 			return nil, fmt.Errorf("%w: KeyValue.key: %w", ErrFormat, err)
 		}
+		if f.strip && stripped(string(k)) {
+			continue
+		}
 		kv := KeyValue{Key: string(k)}
-		if val := it.Struct.Field(kvValue); val != nil {
-			if val.Type != thrift.TypeBinary {
-				return nil, fmt.Errorf("%w: KeyValue.value is %v", ErrFormat, val.Type)
+		if val, ok := it.Field(kvValue); ok {
+			if val.Type() != thrift.TypeBinary {
+				return nil, fmt.Errorf("%w: KeyValue.value is %v", ErrFormat, val.Type())
 			}
-			kv.Value = val.Bin
+			kv.Value = val.Bin()
 			if kv.Value == nil {
 				kv.Value = []byte{}
 			}
@@ -243,20 +352,41 @@ func (f *Footer) KeyValues() ([]KeyValue, error) {
 	return out, nil
 }
 
+// MaxPadValue is the longest padding value, in bytes, a footer holds: the
+// value is a Thrift binary, whose length is a non-negative int32. Padmé pads
+// an object by less than 2^31 bytes below 256 GiB (2^38 bytes); from there
+// a pad may need up to 4 GiB, which no footer holds (Section 11.8).
+const MaxPadValue = math.MaxInt32
+
 // SetPad sets the footer's one reserved padding entry (Section 11.8) to key
 // p.Key() and p.ValueLen zero bytes, always writing the value field. The
 // footer must hold exactly one key-value entry whose key starts with
-// padme.PadKey.
+// padme.PadKey. A pad longer than MaxPadValue, or one that would make the
+// footer longer than a module holds, is refused with ErrPadding (and
+// ErrTooLarge) before anything is allocated for it.
 func (f *Footer) SetPad(p padme.Pad) error {
+	if err := padFits(f.Len(), p); err != nil {
+		return err
+	}
+	f.edit()
 	e, err := f.padEntry()
 	if err != nil {
 		return err
 	}
-	if p.ValueLen > MaxPlaintext || uint64(f.Len())+p.ValueLen > MaxPlaintext {
-		return fmt.Errorf("%w: a pad of %d bytes does not fit a footer module", ErrTooLarge, p.ValueLen)
-	}
 	e.Set(kvKey, thrift.Binary([]byte(p.Key())))
 	e.Set(kvValue, thrift.Binary(make([]byte, p.ValueLen)))
+	return nil
+}
+
+// padFits checks, in closed form, that pad p fits a footer whose encoding
+// is footerLen bytes before it is set.
+func padFits(footerLen int, p padme.Pad) error {
+	if p.ValueLen > MaxPadValue {
+		return fmt.Errorf("%w: %w: a pad value of %d bytes; a Thrift binary holds at most %d", ErrPadding, ErrTooLarge, p.ValueLen, MaxPadValue)
+	}
+	if uint64(footerLen)+p.Growth() > MaxPlaintext {
+		return fmt.Errorf("%w: %w: a pad of %d bytes does not fit a footer module", ErrPadding, ErrTooLarge, p.ValueLen)
+	}
 	return nil
 }
 
@@ -281,13 +411,40 @@ func (f *Footer) padEntry() (*thrift.Struct, error) {
 	return entry, nil
 }
 
+// ArrowSchemaKey is the footer key-value entry in which Arrow writers store
+// the serialized Arrow schema (an Arrow IPC message, base64).
+const ArrowSchemaKey = "ARROW:schema"
+
+// stripped reports whether StripForReading removes the key-value entry key.
+func stripped(key string) bool { return padme.IsReserved(key) || key == ArrowSchemaKey }
+
 // StripForReading prepares a decrypted footer for a Parquet decoder: it
 // removes every key-value entry whose key starts with padme.PadKey, which
-// readers must ignore and never show (Section 11.8), and every reference to
-// bytes outside the column chunks (page indexes, bloom filters, column
-// crypto metadata), which a SOP-PME-1 reader never reads.
+// readers must ignore and never show (Section 11.8); the ARROW:schema entry,
+// an Arrow IPC message written by the producer, which a reader must not hand
+// to an IPC decoder (its lengths are untrusted: a SOP-PME-1 reader derives
+// the Arrow schema from the Parquet schema); and every reference to bytes
+// outside the column chunks (page indexes, bloom filters, column crypto
+// metadata), which a SOP-PME-1 reader never reads. KeyValues and Append
+// reflect the removal.
 func (f *Footer) StripForReading() {
-	f.stripReserved()
+	if f.meta == nil {
+		f.strip = true
+		return
+	}
+	f.stripTree()
+}
+
+// stripTree is StripForReading on the tree.
+func (f *Footer) stripTree() {
+	f.stripKeys(stripped)
+	fields := f.meta.Fields[:0]
+	for _, fd := range f.meta.Fields {
+		if fd.ID <= fmdMaxKnown {
+			fields = append(fields, fd)
+		}
+	}
+	f.meta.Fields = fields
 	rgs, err := f.rowGroups()
 	if err != nil {
 		return
@@ -307,7 +464,49 @@ func (f *Footer) StripForReading() {
 	}
 }
 
-func (f *Footer) stripReserved() {
+// dropForReading returns what StripForReading removes from the View, for
+// thrift.AppendView: the entries stripped (and key_value_metadata if none
+// remains); in every ColumnChunk and its ColumnMetaData, the fields
+// dropOutsideChunk deletes; and the FileMetaData fields parquet.thrift does
+// not define, which no decoder reads.
+func (f *Footer) dropForReading() func(path []thrift.Node) bool {
+	kvLeft := false
+	if kvs, ok := f.view.Root().Field(fmdKeyValueMetadata); ok {
+		for it := range kvs.Children() {
+			if k, err := it.Binary(kvKey); err != nil || !stripped(string(k)) {
+				kvLeft = true
+			}
+		}
+	}
+	return func(path []thrift.Node) bool {
+		c := path[len(path)-1]
+		switch len(path) {
+		case 2: // a FileMetaData field
+			return c.ID() == fmdKeyValueMetadata && c.Type() == thrift.TypeList && !kvLeft || c.ID() > fmdMaxKnown
+		case 3: // a key_value_metadata entry
+			if path[1].ID() == fmdKeyValueMetadata {
+				k, err := c.Binary(kvKey)
+				return err == nil && stripped(string(k))
+			}
+		case 6: // a ColumnChunk field
+			if path[1].ID() == fmdRowGroups && path[3].ID() == rgColumns {
+				return c.ID() >= ccOffsetIndexOffset && c.ID() <= ccEncryptedColumnMD
+			}
+		case 7: // a ColumnMetaData field
+			if path[1].ID() == fmdRowGroups && path[3].ID() == rgColumns && path[5].ID() == ccMetaData {
+				switch c.ID() {
+				case cmdIndexPageOffset, cmdBloomFilterOffset, cmdBloomFilterLength:
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// stripKeys removes the key-value entries of the tree whose key drop
+// reports.
+func (f *Footer) stripKeys(drop func(key string) bool) {
 	v := f.meta.Field(fmdKeyValueMetadata)
 	if v == nil || v.Type != thrift.TypeList {
 		return
@@ -315,7 +514,7 @@ func (f *Footer) stripReserved() {
 	items := v.List.Items[:0]
 	for _, it := range v.List.Items {
 		if it.Struct != nil {
-			if k, err := it.Struct.Binary(kvKey); err == nil && padme.IsReserved(string(k)) {
+			if k, err := it.Struct.Binary(kvKey); err == nil && drop(string(k)) {
 				continue
 			}
 		}

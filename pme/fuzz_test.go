@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -85,6 +86,20 @@ func FuzzFooter(f *testing.F) {
 		footer.KeyValues()
 		footer.Fields()
 		footer.StripForReading()
-		footer.Append(nil)
+		stripped := footer.Append(nil)
+		// The View strips as the editable tree does.
+		tree, err := pme.OpenFooter(k, m[pme.LenSize:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := pme.StripTree(tree); !bytes.Equal(stripped, want) {
+			t.Fatalf("StripForReading on the View:\n% x\non the tree:\n% x", stripped, want)
+		}
+		kvs, err := footer.KeyValues()
+		for _, kv := range kvs {
+			if err == nil && (padme.IsReserved(kv.Key) || kv.Key == pme.ArrowSchemaKey) {
+				t.Fatalf("KeyValues after StripForReading shows %q", kv.Key)
+			}
+		}
 	})
 }

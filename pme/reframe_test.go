@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -158,6 +159,46 @@ func TestSetPad(t *testing.T) {
 	f.StripForReading()
 	if err := f.SetPad(padme.Solve(0)); !errors.Is(err, pme.ErrLayout) {
 		t.Fatalf("after StripForReading: %v", err)
+	}
+}
+
+// TestSetPadLimit: a pad value is a Thrift binary, at most 2^31−1 bytes. A
+// longer pad (Padmé asks for up to 4 GiB from 256 GiB) is refused with
+// ErrPadding before it is allocated, where SetPad used to accept it and Seal
+// to panic. The closed-form check is tested at the limits with faked footer
+// lengths.
+func TestSetPadLimit(t *testing.T) {
+	for _, tc := range []struct {
+		footer int
+		pad    padme.Pad
+		ok     bool
+	}{
+		{1000, padme.Pad{ValueLen: pme.MaxPadValue}, true},
+		{1000, padme.Pad{ValueLen: pme.MaxPadValue, KeyTail: 1}, true},
+		{1000, padme.Pad{ValueLen: pme.MaxPadValue + 1}, false},
+		{1000, padme.Solve(3 << 30), false},
+		{pme.MaxPlaintext - 100, padme.Pad{ValueLen: 95}, true},
+		{pme.MaxPlaintext - 100, padme.Pad{ValueLen: 200}, false},
+	} {
+		err := pme.PadFits(tc.footer, tc.pad)
+		if (err == nil) != tc.ok || (err != nil && (!errors.Is(err, pme.ErrPadding) || !errors.Is(err, pme.ErrTooLarge))) {
+			t.Errorf("footer of %d bytes, pad %+v: %v", tc.footer, tc.pad, err)
+		}
+	}
+	plain, spans := plaintext(t, 100, 100, compress.Codecs.Snappy)
+	f, err := reframe(t, io.Discard, pme.NewDEK(), plain, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err = f.SetPad(padme.Pad{ValueLen: pme.MaxPadValue + 1})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, pme.ErrPadding) {
+		t.Fatalf("SetPad of 2^31 bytes: %v, want ErrPadding", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("SetPad allocated %d bytes before refusing", n)
 	}
 }
 

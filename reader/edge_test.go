@@ -7,12 +7,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/sovm/sop-pme/padme"
-	"github.com/sovm/sop-pme/pme"
 	"os"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/sovm/sop-pme/padme"
+	"github.com/sovm/sop-pme/pme"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"

@@ -13,7 +13,8 @@ var (
 	ErrNoKey = errors.New("reader: no key for this storage_id")
 	// ErrFormat reports an object whose layout this reader cannot read: a
 	// footer region that does not fit the object, a column chunk outside the
-	// data region, a read outside every column chunk.
+	// data region, a read outside every column chunk, a page header that
+	// breaks a rule the decoder relies on.
 	ErrFormat = errors.New("reader: malformed object")
 	// ErrField reports a projection by a field ID the schema does not have.
 	ErrField = errors.New("reader: no field with this field ID")
@@ -21,6 +22,13 @@ var (
 	ErrRowGroup = errors.New("reader: no such row group")
 	// ErrOption reports an invalid option.
 	ErrOption = errors.New("reader: invalid option")
+	// ErrDecode reports column data that the Parquet decoder cannot decode:
+	// an error, or a panic, of the decoder, turned into an error at the
+	// record reader.
+	ErrDecode = errors.New("reader: column data does not decode")
+	// ErrMemoryLimit reports a batch whose decoding would allocate more
+	// than the scan's memory limit (see WithMemoryLimit).
+	ErrMemoryLimit = errors.New("reader: decoding a batch needs more memory than the limit")
 	// ErrClosed reports use of a closed Reader.
 	ErrClosed = errors.New("reader: reader is closed")
 )

@@ -18,11 +18,52 @@
 // Nothing here answers from footer metadata: the package offers no row
 // counts or statistics; counts come from the rows a Scan materialises
 // (Section 11.10).
+//
+// # A hostile producer
+//
+// Producer authenticity is a separate layer (Section 11.10): a reader that
+// holds an object's DEK must survive any object whose bytes verify against
+// its storage_id and whose modules open under that DEK, whatever plaintext
+// the producer put in them. The reader holds to this:
+//
+//   - The Arrow schema is derived from the Parquet schema and its field
+//     IDs. The ARROW:schema footer entry (an Arrow IPC message) is never
+//     decoded: arrow-go's IPC reader allocates the lengths the message
+//     states (one changed byte of an 832-byte object asked for 32 GiB, a
+//     fatal error), and pqarrow applies the stored types over the inferred
+//     ones without checking them. Validating the message fully would leave
+//     the second problem, so the entry is dropped (and never shown by
+//     Metadata). Types that only ARROW:schema carries come back as their
+//     Parquet equivalents, with the same values: a time zone other than UTC
+//     as "UTC" (the instants are the same), large strings, binaries and
+//     lists as their 32-bit-offset forms, durations as int64, dictionaries
+//     decoded, extension types as their storage type. The schema's metadata
+//     is the footer's key-value metadata. DuckDB writes no ARROW:schema.
+//   - The footer is decoded into a compact form with at most one value per
+//     two bytes beyond the first 64 Ki, and its schema's paths, schema
+//     elements and key-value entries are bounded by its size (package pme),
+//     before arrow-go decodes the footer again; the column chunks, row counts
+//     and column counts are checked before arrow-go reads a page.
+//   - Every page header is checked against the footer in the plaintext view
+//     before arrow-go decodes the page (ErrFormat): whole pages, a known page
+//     type with its type-specific header, sizes that match the modules, and
+//     counts that agree, so that every column yields the row group's rows.
+//   - A scan's decoder allocates through a budget (WithMemoryLimit): what an
+//     object decodes to is bounded by what the scan reads, not by what the
+//     pages claim (ErrMemoryLimit).
+//   - arrow-go decodes in the goroutine that calls the record reader's Next,
+//     which turns any panic of the decoder into an error (ErrDecode); no
+//     goroutine arrow-go starts decodes. Every error of a scan is typed.
+//
+// Under these rules the hostile objects of internal/hostile open, scan and
+// check within 64 MiB + 16 × (footer bytes + the largest column chunk) of
+// Go heap, as a test measures.
 package reader
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,21 +104,24 @@ const minObjectSize = 4 + 5 + pme.Overhead + pme.TrailerSize
 // A Reader reads one SOP-PME-1 object. It is safe for concurrent use; each
 // Scan reads independently.
 type Reader struct {
-	id       storageid.ID
-	vr       *verify.Reader
-	src      verify.Source
-	dek      pme.DEK
-	meta     *metadata.FileMetaData // the decrypted footer, padding entries removed
-	schema   *arrow.Schema
-	kv       arrow.Metadata
-	fields   []pme.Field
-	chunks   []pme.Span   // every column chunk, sorted by offset
-	grid     [][]pme.Span // the column chunks by row group and leaf column
-	maxChunk int64
-	ctPool   sync.Pool // buffers for the modules of a chunk (ciphertext only)
-	nrg      int
-	alloc    memory.Allocator
-	verified atomic.Bool
+	id        storageid.ID
+	vr        *verify.Reader
+	src       verify.Source
+	dek       pme.DEK
+	meta      *metadata.FileMetaData // the decrypted footer, padding entries removed
+	schema    *arrow.Schema
+	kv        arrow.Metadata
+	fields    []pme.Field
+	chunks    []pme.Span   // every column chunk, sorted by offset
+	grid      [][]pme.Span // the column chunks by row group and leaf column
+	info      map[int64]chunkInfo
+	numLeaves int
+	maxChunk  int64
+	ctPool    sync.Pool // buffers for the modules of a chunk (ciphertext only)
+	nrg       int
+	alloc     memory.Allocator
+	verified  atomic.Bool
+	stats     *counters
 }
 
 // An Option configures Open.
@@ -136,6 +180,8 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if src == nil || keys == nil {
 		return nil, fmt.Errorf("%w: nil source or key resolver", ErrOption)
 	}
+	stats := new(counters)
+	src = countingSource{src, stats}
 	vr, err := verify.NewReader(ctx, src, id, cfg.verify...)
 	if err != nil {
 		return nil, fmt.Errorf("reader: opening %s: %w", id, err)
@@ -148,6 +194,7 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if _, err := vr.ReadAtContext(ctx, trailer, size-pme.TrailerSize); err != nil {
 		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
 	}
+	stats.verified.Add(pme.TrailerSize)
 	flen, err := pme.ParseTrailer(trailer)
 	if err != nil {
 		return nil, err
@@ -164,6 +211,7 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if _, err := vr.ReadAtContext(ctx, region, dataEnd); err != nil {
 		return nil, fmt.Errorf("reader: reading %s: %w", id, err)
 	}
+	stats.verified.Add(int64(flen))
 	tail, err := pme.ParseFooterRegion(region)
 	if err != nil {
 		return nil, err
@@ -176,7 +224,8 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{id: id, vr: vr, src: src, dek: dek, alloc: cfg.alloc}
+	stats.modules.Add(1)
+	r := &Reader{id: id, vr: vr, src: src, dek: dek, alloc: cfg.alloc, stats: stats}
 	if err := r.load(footer, dataEnd); err != nil {
 		return nil, err
 	}
@@ -225,29 +274,72 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 		keys, values = append(keys, kv.Key), append(values, string(kv.Value))
 	}
 	r.kv = arrow.NewMetadata(keys, values)
-	if r.meta, err = metadata.NewFileMetaData(footer.Append(nil), nil); err != nil {
-		return fmt.Errorf("%w: footer: %v", pme.ErrFormat, err)
-	}
-	pf, _, err := r.open(context.Background(), nil)
-	if err != nil {
-		return err
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, r.alloc)
-	if err != nil {
-		return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
-	}
-	if r.schema, err = fr.Schema(); err != nil {
-		return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+	// arrow-go builds its own view of the footer and derives the Arrow
+	// schema from the Parquet schema alone: StripForReading removed the
+	// stored ARROW:schema. A panic there is a malformed footer.
+	return catch(pme.ErrFormat, func() error {
+		if r.meta, err = metadata.NewFileMetaData(footer.Append(nil), nil); err != nil {
+			return fmt.Errorf("%w: footer: %v", pme.ErrFormat, err)
+		}
+		if err := r.loadChunkInfo(); err != nil {
+			return err
+		}
+		pf, _, err := r.open(context.Background(), nil)
+		if err != nil {
+			return err
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, r.alloc)
+		if err != nil {
+			return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+		}
+		if r.schema, err = fr.Schema(); err != nil {
+			return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
+		}
+		return nil
+	})
+}
+
+// loadChunkInfo records, for each column chunk, what its pages must agree
+// with (see checkPages).
+func (r *Reader) loadChunkInfo() error {
+	sch := r.meta.Schema
+	r.numLeaves = sch.NumColumns()
+	r.info = make(map[int64]chunkInfo, len(r.chunks))
+	for i, spans := range r.grid {
+		rg := r.meta.RowGroup(i)
+		if rg.NumColumns() != sch.NumColumns() || rg.NumRows() < 0 {
+			return fmt.Errorf("%w: row group %d has %d column chunks and %d rows; the schema has %d columns", ErrFormat, i, rg.NumColumns(), rg.NumRows(), sch.NumColumns())
+		}
+		for j, c := range spans {
+			cc, err := rg.ColumnChunk(j)
+			if err != nil {
+				return fmt.Errorf("%w: row group %d column %d: %v", ErrFormat, i, j, err)
+			}
+			if cc.NumValues() < 0 {
+				return fmt.Errorf("%w: row group %d column %d: num_values %d", ErrFormat, i, j, cc.NumValues())
+			}
+			r.info[c.Off] = chunkInfo{
+				rowGroup: i, column: j,
+				rows: rg.NumRows(), values: cc.NumValues(),
+				codec:    cc.Compression(),
+				repeated: sch.Column(j).MaxRepetitionLevel() > 0,
+			}
+		}
 	}
 	return nil
 }
 
 // open returns an arrow-go file reader over a plaintext view of the object,
-// which prefetches chunks in the given order, and the view.
-func (r *Reader) open(ctx context.Context, order []pme.Span) (*file.Reader, *plainView, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, chunks: r.chunks, size: r.vr.Size(), order: order, ctPool: &r.ctPool,
-		plainLen: make(map[int64]int64), ahead: make(map[int64]*prefetch)}
-	props := parquet.NewReaderProperties(r.alloc)
+// and the view. A scan passes its budget, which arrow-go then allocates
+// through.
+func (r *Reader) open(ctx context.Context, b *budget) (*file.Reader, *plainView, error) {
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool,
+		info: r.info, budget: b, plainLen: make(map[int64]int64)}
+	var mem memory.Allocator = r.alloc
+	if b != nil {
+		mem = b
+	}
+	props := parquet.NewReaderProperties(mem)
 	// One buffered stream per column chunk, as large as the chunk: arrow-go
 	// then reads a chunk with one ReadAt and meets the end of its plaintext
 	// as io.EOF (see plainView).
@@ -270,9 +362,11 @@ func (r *Reader) ID() storageid.ID { return r.id }
 // Size returns the object's size in bytes, as proven from its last group.
 func (r *Reader) Size() int64 { return r.vr.Size() }
 
-// Schema returns the object's Arrow schema. Every field carries its Parquet
-// field ID in the field metadata under "PARQUET:field_id". Footer metadata
-// entries reserved for padding are not in the schema's metadata.
+// Schema returns the object's Arrow schema, derived from its Parquet schema
+// (see the package doc). Every field carries its Parquet field ID in the
+// field metadata under "PARQUET:field_id". The schema's metadata is the
+// footer's key-value metadata, without the entries reserved for padding and
+// without ARROW:schema.
 func (r *Reader) Schema() *arrow.Schema { return r.schema }
 
 // Metadata returns the footer's key-value metadata, such as the entries
@@ -295,8 +389,67 @@ func (r *Reader) Verify(ctx context.Context) error {
 	if err := verify.Verify(ctx, r.src, r.id, verify.WithExpectedSize(r.vr.Size())); err != nil {
 		return err
 	}
+	r.stats.verified.Add(r.vr.Size())
 	r.verified.Store(true)
 	return nil
+}
+
+// Stats counts what a Reader has done so far, for statistics and progress
+// displays. The counts are cumulative over Open, every Scan and Verify.
+type Stats struct {
+	// BytesFetched counts the bytes the source handed over: BAO slices,
+	// that is the object bytes read (rounded out to 16 KiB groups) and the
+	// parent hashes that prove them.
+	BytesFetched int64
+	// BytesVerified counts the object bytes verified against storage_id
+	// and released: the ranges read, and the whole object for a Verify.
+	BytesVerified int64
+	// ModulesOpened counts the modules authenticated and decrypted under
+	// the DEK: the footer and the page header and page modules of the
+	// column chunks read.
+	ModulesOpened int64
+}
+
+// Stats returns the Reader's counts so far. It is safe to call while a
+// Scan runs.
+func (r *Reader) Stats() Stats {
+	return Stats{
+		BytesFetched:  r.stats.fetched.Load(),
+		BytesVerified: r.stats.verified.Load(),
+		ModulesOpened: r.stats.modules.Load(),
+	}
+}
+
+// counters are a Reader's Stats, and how many chunks a scan had to open
+// when arrow-go asked for them, not fetched ahead (for tests).
+type counters struct {
+	fetched, verified, modules atomic.Int64
+	syncOpens                  atomic.Int64
+}
+
+// countingSource counts the bytes of the slices its source hands over.
+type countingSource struct {
+	verify.Source
+	c *counters
+}
+
+func (s countingSource) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	rc, err := s.Source.Slice(ctx, id, off, n)
+	if err != nil || rc == nil {
+		return rc, err
+	}
+	return countingReadCloser{rc, s.c}, nil
+}
+
+type countingReadCloser struct {
+	io.ReadCloser
+	c *counters
+}
+
+func (r countingReadCloser) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.c.fetched.Add(int64(n))
+	return n, err
 }
 
 // A ScanOption configures Scan.
@@ -306,6 +459,7 @@ type scanConfig struct {
 	fieldIDs  []int32
 	rowGroups []int
 	batch     int64
+	memLimit  int64
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs
@@ -346,12 +500,36 @@ func WithBatchSize(n int64) ScanOption {
 	}
 }
 
+// WithMemoryLimit sets the memory, in bytes, a scan's decoder may use: its
+// column decoders (64 KiB for each leaf column the scan reads) and what
+// decoding one batch allocates through the allocator and does not free.
+// The default is 40 MiB plus 16 bytes per byte of the column chunks the
+// columns decode, which bounds what an object can make the decoder
+// allocate (a dictionary of long strings, or a run of nulls, decodes to far
+// more than its bytes) by what the scan reads, whatever the footer claims.
+// A scan whose column decoders do not fit fails at once, and a batch beyond
+// the limit makes the record reader fail, with an error matching
+// ErrMemoryLimit. Lower WithBatchSize, or project fewer fields, to need
+// less.
+func WithMemoryLimit(n int64) ScanOption {
+	return func(c *scanConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: memory limit %d", ErrOption, n)
+		}
+		c.memLimit = n
+		return nil
+	}
+}
+
 // Scan returns a reader of the object's rows as Arrow records, projected and
 // restricted by opts. It reads one row group at a time: memory is bounded by
-// the projected column chunks of one row group. Each chunk is verified
-// against storage_id before it is decrypted; a chunk that fails makes the
-// record reader fail, with an error matching verify.ErrVerify (or
-// pme.ErrAuth), before any of its rows are returned. ctx bounds the scan.
+// the projected column chunks of one row group, and what decoding a batch
+// allocates by WithMemoryLimit. Each chunk is verified against storage_id
+// before it is decrypted, and its pages are checked against the footer
+// before they are decoded; a chunk that fails makes the record reader fail,
+// with an error matching verify.ErrVerify, pme.ErrAuth or ErrFormat, before
+// any of its rows are returned. An error of the decoder matches ErrDecode:
+// no panic of the decoder escapes the record reader. ctx bounds the scan.
 func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordReader, error) {
 	cfg := scanConfig{batch: 1 << 16}
 	for _, o := range opts {
@@ -378,56 +556,61 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			rgs[i] = i
 		}
 	}
-	// The chunks the scan reads, in the order arrow-go asks for them: row
-	// group by row group, leaf column by leaf column.
-	var order []pme.Span
-	for _, i := range rgs {
-		if cols == nil {
-			order = append(order, r.grid[i]...)
-			continue
-		}
-		for _, c := range cols {
-			if c < len(r.grid[i]) {
-				order = append(order, r.grid[i][c])
+	// The column decoders must fit the memory limit before any is built.
+	ncols := len(cols)
+	if cols == nil {
+		ncols = r.numLeaves
+	}
+	b := newBudget(r.alloc, cfg.memLimit, ncols)
+	var first int64
+	if len(rgs) > 0 {
+		for j, c := range r.grid[rgs[0]] {
+			if cols == nil || slices.Contains(cols, j) {
+				first += c.Len
 			}
 		}
 	}
+	if !b.fits(first) {
+		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d; project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first))
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	pf, view, err := r.open(ctx, order)
+	pf, view, err := r.open(ctx, b)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch}, r.alloc)
+	// The scan decodes one row group at a time, each with a record reader
+	// of its own, so that the fetcher knows which chunks come next. Parallel
+	// stays false: arrow-go then decodes in the goroutine that calls Next,
+	// where scanReader catches its panics. (It builds the readers of a
+	// struct's children in goroutines, which read nothing.) The first row
+	// group's reader is built here, for the schema and to fail early.
+	var fr *pqarrow.FileReader
+	var rr pqarrow.RecordReader
+	err = catch(ErrDecode, func() error {
+		var err error
+		if fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
+			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
+		}
+		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
+			return fmt.Errorf("%w: %w", ErrDecode, err)
+		}
+		return nil
+	})
+	if err == nil && b.overBuilt(first) {
+		rr.Release()
+		err = fmt.Errorf("%w: the column decoders need more than %d bytes", ErrMemoryLimit, b.total(first))
+	}
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("%w: %v", pme.ErrFormat, err)
+		view.close()
+		return nil, err
 	}
-	rr, err := fr.GetRecordReader(ctx, cols, rgs)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("reader: %w", err)
-	}
-	sr := &scanReader{RecordReader: rr, done: func() { cancel(); view.close() }}
+	f := startFetcher(ctx, view, r.grid, cols, rgs)
+	sr := &scanReader{rr: rr, schema: rr.Schema(), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b,
+		done: func() { cancel(); f.stop(); view.close() }}
 	sr.refs.Store(1)
 	return sr, nil
-}
-
-// scanReader is the RecordReader of a Scan: when its last reference is
-// released, the scan's prefetches stop and their plaintext is cleared.
-type scanReader struct {
-	array.RecordReader
-	refs atomic.Int64
-	done func()
-}
-
-func (s *scanReader) Retain() { s.refs.Add(1) }
-
-func (s *scanReader) Release() {
-	if s.refs.Add(-1) == 0 {
-		s.RecordReader.Release()
-		s.done()
-	}
 }
 
 // leaves maps field IDs to the indices of the leaf columns under them.

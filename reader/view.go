@@ -28,32 +28,57 @@ import (
 // reaches the decryptor or the decoder unverified. A read that is not within
 // one column chunk fails.
 //
-// When a scan's chunk order is known, the view opens the next chunk in the
-// background while arrow-go decodes the current one (one chunk ahead, so
-// memory stays within the projected chunks of a row group).
+// A scan reads one row group at a time (see fetcher): the row group's
+// projected chunks are fetched, verified, opened and checked in the
+// background while arrow-go decodes the row group before, and handed to the
+// view (setCurrent) when arrow-go starts on them. A chunk the scan did not
+// predict is opened when arrow-go asks for it.
 type plainView struct {
 	ctx    context.Context
 	vr     *verify.Reader
 	dek    pme.DEK
+	stats  *counters
 	chunks []pme.Span // every chunk, sorted by offset
 	size   int64
-	order  []pme.Span // the chunks the scan reads, in its order (may be nil)
-	ctPool *sync.Pool // of *[]byte: buffers for chunks' modules, shared by the Reader's scans
+	ctPool *sync.Pool          // of *[]byte: buffers for chunks' modules, shared by the Reader's scans
+	info   map[int64]chunkInfo // by chunk offset: what the footer says of it
+	budget *budget             // the scan's decoding budget (nil outside a scan)
 
 	mu       sync.Mutex
-	plainLen map[int64]int64     // chunk offset → plaintext length, once opened
-	ahead    map[int64]*prefetch // chunks opened or being opened in the background
-	started  int                 // order[:started] have been requested or prefetched
-	cache    pme.Span            // the chunk held in plain, for reads of part of a chunk
+	plainLen map[int64]int64  // chunk offset → plaintext length, once opened
+	current  map[int64][]byte // the current row group's chunks, opened ahead, not read yet
+	cache    pme.Span         // the chunk held in plain, for reads of part of a chunk
 	plain    []byte
 	pos      int64
+	err      error // the first error the view returned
 }
 
-// prefetch is a chunk being opened in the background.
-type prefetch struct {
-	done  chan struct{}
-	plain []byte
-	err   error
+// fail records err as the view's failure, if it is the first, and returns
+// it. arrow-go may wrap the errors of ReadAt without %w; the scan reports
+// this one.
+func (v *plainView) fail(err error) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.err == nil {
+		v.err = err
+	}
+	return err
+}
+
+// failure returns the first error the view returned, if any.
+func (v *plainView) failure() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.err
+}
+
+// decoding tells the scan's budget that arrow-go decodes chunk c now.
+func (v *plainView) decoding(c pme.Span) {
+	if v.budget != nil {
+		if in, ok := v.info[c.Off]; ok {
+			v.budget.chunk(in.column, c.Len)
+		}
+	}
 }
 
 func (v *plainView) chunkAt(off int64) (pme.Span, bool) {
@@ -71,10 +96,14 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	}
 	c, ok := v.chunkAt(off)
 	if !ok || off+int64(len(p)) > c.End() {
-		return 0, fmt.Errorf("%w: read [%d, %d) is not within one column chunk", ErrFormat, off, off+int64(len(p)))
+		return 0, v.fail(fmt.Errorf("%w: read [%d, %d) is not within one column chunk", ErrFormat, off, off+int64(len(p))))
 	}
 	if off == c.Off && int64(len(p)) == c.Len {
-		return v.readChunk(c, p)
+		n, err := v.readChunk(c, p)
+		if err != nil && err != io.EOF {
+			v.fail(err)
+		}
+		return n, err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -83,9 +112,19 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if v.cache != c {
 		v.cache = pme.Span{}
-		plain, err := v.open(c, v.plain[:0])
-		if err != nil {
-			return 0, err
+		v.decoding(c)
+		plain, ok := v.current[c.Off]
+		if ok {
+			delete(v.current, c.Off)
+			clear(v.plain)
+		} else {
+			var err error
+			if plain, err = v.open(c, v.plain[:0]); err != nil {
+				if v.err == nil {
+					v.err = err
+				}
+				return 0, err
+			}
 		}
 		v.plain = plain
 		v.plainLen[c.Off] = int64(len(plain))
@@ -102,23 +141,18 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// readChunk serves a read of the whole chunk c: from a prefetch if one is
-// under way, else by opening c straight into p. It starts the prefetch of
-// the chunk the scan reads next.
+// readChunk serves a read of the whole chunk c: from the current row
+// group, opened ahead, or else by opening c straight into p.
 func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
+	v.decoding(c)
 	v.mu.Lock()
-	pf := v.ahead[c.Off]
-	delete(v.ahead, c.Off)
-	v.prefetchAfter(c)
+	plain, ok := v.current[c.Off]
+	delete(v.current, c.Off)
 	v.mu.Unlock()
 	var n int
-	if pf != nil {
-		<-pf.done
-		if pf.err != nil {
-			return 0, pf.err
-		}
-		n = copy(p, pf.plain)
-		clear(pf.plain)
+	if ok {
+		n = copy(p, plain)
+		clear(plain)
 	} else {
 		plain, err := v.open(c, p[:0])
 		if err != nil {
@@ -133,51 +167,76 @@ func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
 	return n, io.EOF
 }
 
-// prefetchAfter starts opening, in the background, the chunk that follows c
-// in the scan's order, if it is not started yet. v.mu is held.
-func (v *plainView) prefetchAfter(c pme.Span) {
-	i := v.started
-	for i < len(v.order) && v.order[i] != c {
-		i++
+// setCurrent hands the view the plaintext of the row group arrow-go reads
+// next, and clears what is left of the one before.
+func (v *plainView) setCurrent(chunks map[int64][]byte) {
+	v.mu.Lock()
+	old := v.current
+	v.current = chunks
+	v.mu.Unlock()
+	for _, p := range old {
+		clear(p)
 	}
-	if i == len(v.order) {
-		return // c is not in the order, or was passed: no guess
-	}
-	next := i + 1
-	v.started = max(v.started, next+1)
-	if next >= len(v.order) {
-		return
-	}
-	n := v.order[next]
-	if _, ok := v.ahead[n.Off]; ok {
-		return
-	}
-	pf := &prefetch{done: make(chan struct{})}
-	v.ahead[n.Off] = pf
-	go func() {
-		defer close(pf.done)
-		pf.plain, pf.err = v.open(n, make([]byte, 0, n.Len))
-	}()
 }
 
-// open fetches chunk c verified and opens its modules, appending the
-// plaintext to dst, which has room for c.Len bytes.
+// open fetches chunk c verified and opens it (openChunk), appending the
+// plaintext to dst, which has room for c.Len bytes. On failure nothing is
+// appended.
 func (v *plainView) open(c pme.Span, dst []byte) ([]byte, error) {
-	bp, _ := v.ctPool.Get().(*[]byte)
-	if bp == nil || int64(cap(*bp)) < c.Len {
-		b := make([]byte, c.Len)
-		bp = &b
-	}
-	defer v.ctPool.Put(bp)
-	ct := (*bp)[:c.Len]
-	if _, err := v.vr.ReadAtContext(v.ctx, ct, c.Off); err != nil {
+	v.stats.syncOpens.Add(1)
+	ct := v.ciphertext(c.Len)
+	defer v.ctPool.Put(ct)
+	if _, err := v.vr.ReadAtContext(v.ctx, *ct, c.Off); err != nil {
 		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 	}
+	v.stats.verified.Add(c.Len)
+	return v.openChunk(c, *ct, dst)
+}
+
+// ciphertext returns a pooled buffer of n bytes.
+func (v *plainView) ciphertext(n int64) *[]byte {
+	bp, _ := v.ctPool.Get().(*[]byte)
+	if bp == nil || int64(cap(*bp)) < n {
+		b := make([]byte, n)
+		bp = &b
+	}
+	*bp = (*bp)[:n]
+	return bp
+}
+
+// openChunk opens the modules of chunk c, whose verified bytes are ct, and
+// checks its pages against the footer (checkPages), appending the
+// plaintext to dst, which has room for c.Len bytes. On failure nothing is
+// appended.
+func (v *plainView) openChunk(c pme.Span, ct, dst []byte) ([]byte, error) {
+	base := len(dst)
 	plain, err := openModules(v.dek, dst, ct)
 	if err != nil {
 		return dst, fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 	}
+	v.stats.modules.Add(countModules(ct))
+	if in, ok := v.info[c.Off]; ok {
+		if err := checkPages(ct, plain[base:], in); err != nil {
+			clear(plain[base:])
+			return dst[:base], fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
+		}
+	}
 	return plain, nil
+}
+
+// countModules counts the back-to-back modules of ct, whose framing
+// OpenModules has accepted.
+func countModules(ct []byte) int64 {
+	var n int64
+	for len(ct) > 0 {
+		_, rest, err := pme.SplitModule(ct)
+		if err != nil {
+			break
+		}
+		ct = rest
+		n++
+	}
+	return n
 }
 
 // parallelMin is the chunk size from which openModules splits the work in
@@ -231,20 +290,13 @@ func openModules(k pme.DEK, dst, ct []byte) ([]byte, error) {
 	return dst[:base+plainAt+len(second)], nil
 }
 
-// close waits for the prefetches under way and clears what they decrypted;
-// the scan's context is cancelled first, so that they stop early.
+// close clears the plaintext the view holds.
 func (v *plainView) close() {
+	v.setCurrent(nil)
 	v.mu.Lock()
-	ahead := v.ahead
-	v.ahead = map[int64]*prefetch{}
-	v.started = len(v.order) // nothing more is prefetched
 	clear(v.plain)
 	v.plain, v.cache = nil, pme.Span{}
 	v.mu.Unlock()
-	for _, pf := range ahead {
-		<-pf.done
-		clear(pf.plain)
-	}
 }
 
 // Seek implements io.Seeker, for arrow-go's ReaderAtSeeker.

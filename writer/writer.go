@@ -14,10 +14,10 @@
 // nested fields included, carries the Arrow field metadata key
 // "PARQUET:field_id" (FieldIDKey) with a unique non-negative integer.
 //
-// The padding lives in the footer module, whose length is a u32: an object
-// whose Padmé padding would not fit one module (from 256 GiB, where the
-// padding can reach 4 GiB) is refused with ErrPadding, never published short
-// of its target.
+// The padding is a Thrift binary in the footer, which holds at most 2^31−1
+// bytes (pme.MaxPadValue): from 256 GiB, where Padmé may pad an object by up
+// to 4 GiB, an object whose padding would be longer is refused with
+// ErrPadding, never published short of its target.
 //
 // A Writer is not safe for concurrent use.
 package writer

@@ -84,11 +84,11 @@ func (l Limits) withDefaults() Limits {
 // reject them. The tree aliases b.
 func Decode(b []byte, lim Limits) (s *Struct, n int, err error) {
 	d := decoder{buf: b, lim: lim.withDefaults()}
-	s, err = d.readStruct(1)
-	if err != nil {
+	if err := d.readStruct(1, 0); err != nil {
 		return nil, 0, err
 	}
-	return s, d.pos, nil
+	v, _ := d.tree(0)
+	return v.Struct, d.pos, nil
 }
 
 // DecodeExact is like Decode, but b must hold exactly one struct: trailing
@@ -104,20 +104,22 @@ func DecodeExact(b []byte, lim Limits) (*Struct, error) {
 	return s, nil
 }
 
+// decoder decodes into nodes (see View), which Decode then turns into a
+// tree of Values.
 type decoder struct {
 	buf   []byte
 	pos   int
 	lim   Limits
-	nodes int
+	nodes int // values counted against MaxNodes
 	// pending is the number of input bytes that the elements promised by
 	// open lists, sets and maps, and not yet begun, take at least. A valid
 	// input always has that many bytes left, so a count or length that
 	// would need more than the bytes left minus pending is rejected before
-	// anything is allocated for it. This also bounds the capacity that
-	// containers allocate up front, all open ones together, by the input.
+	// anything is allocated for it.
 	pending int
-	stack   []Field // fields of the structs being decoded, innermost last
-	ids     []int16 // scratch space for the duplicate field ID check
+	out     nodes
+	ids     []int16 // field IDs of the structs being decoded, innermost last
+	sorted  []int16 // scratch space for the duplicate field ID check
 }
 
 func (d *decoder) fail(off int, sentinel error, format string, args ...any) error {
@@ -214,245 +216,243 @@ func (d *decoder) elemType(off int, t byte) (Type, error) {
 	return Type(t), nil
 }
 
-func (d *decoder) readStruct(depth int) (*Struct, error) {
+// done closes node k: its value ends here, and so does its subtree.
+func (d *decoder) done(k int) {
+	n := d.out.at(k)
+	n.end = uint32(d.pos)
+	n.next = uint32(d.out.len())
+}
+
+// readStruct reads a struct at nesting depth depth, as field id of its
+// parent (0 at the top or in a container).
+func (d *decoder) readStruct(depth int, id int16) error {
 	start := d.pos
 	if depth > d.lim.MaxDepth {
-		return nil, d.fail(start, ErrTooDeep, "deeper than %d", d.lim.MaxDepth)
+		return d.fail(start, ErrTooDeep, "deeper than %d", d.lim.MaxDepth)
 	}
-	base := len(d.stack) // on error, the stack is left as it is
+	if uint64(len(d.buf)) > math.MaxUint32 {
+		return d.fail(start, ErrTooLarge, "input of %d bytes", len(d.buf))
+	}
+	k := d.out.push(node{typ: TypeStruct, id: id})
+	base := len(d.ids) // on error, the stack is left as it is
 	last := 0
 	ascending := true
 	for {
 		off := d.pos
 		h, err := d.readByte("field header")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if h == 0 {
 			break
 		}
 		t, delta := h&0x0f, int(h>>4)
 		if t == 0 || t > byte(TypeStruct) {
-			return nil, d.fail(off, ErrMalformed, "field type %d", t)
+			return d.fail(off, ErrMalformed, "field type %d", t)
 		}
-		var id int
+		var fid int
 		if delta != 0 {
-			id = last + delta
-			if id > math.MaxInt16 {
-				return nil, d.fail(off, ErrMalformed, "field ID %d out of range", id)
+			fid = last + delta
+			if fid > math.MaxInt16 {
+				return d.fail(off, ErrMalformed, "field ID %d out of range", fid)
 			}
 		} else {
 			id16, err := d.readI16("field ID")
 			if err != nil {
-				return nil, err
+				return err
 			}
-			id = int(id16)
-			if id > last && id-last <= 15 {
-				return nil, d.fail(off, ErrNonCanonical, "long field header for ID delta %d", id-last)
+			fid = int(id16)
+			if fid > last && fid-last <= 15 {
+				return d.fail(off, ErrNonCanonical, "long field header for ID delta %d", fid-last)
 			}
 		}
-		if id <= last && len(d.stack) > base {
+		if fid <= last && len(d.ids) > base {
 			ascending = false
 		}
-		last = id
+		last = fid
 		if err := d.node(off); err != nil {
-			return nil, err
+			return err
 		}
-		f := Field{ID: int16(id)}
 		switch Type(t) {
-		case TypeBool:
-			f.Value = Value{Type: TypeBool, Int: 1}
-		case 2:
-			f.Value = Value{Type: TypeBool}
+		case TypeBool, 2:
+			b := uint8(0)
+			if t == byte(TypeBool) {
+				b = 1
+			}
+			d.done(d.out.push(node{typ: TypeBool, id: int16(fid), aux: b}))
 		default:
-			f.Value, err = d.readValue(Type(t), depth)
-			if err != nil {
-				return nil, err
+			if err := d.readValue(Type(t), depth, int16(fid)); err != nil {
+				return err
 			}
 		}
-		if len(d.stack) == cap(d.stack) {
-			// Double (append grows large slices by 1.25), which halves
-			// the garbage a struct with thousands of fields leaves.
-			d.stack = slices.Grow(d.stack, max(16, len(d.stack)))
-		}
-		d.stack = append(d.stack, f)
+		d.ids = append(d.ids, int16(fid))
 	}
-	fields := d.stack[base:]
+	fields := d.ids[base:]
 	if !ascending {
-		d.ids = d.ids[:0]
-		for _, f := range fields {
-			d.ids = append(d.ids, f.ID)
-		}
-		slices.Sort(d.ids)
-		for i := 1; i < len(d.ids); i++ {
-			if d.ids[i] == d.ids[i-1] {
-				return nil, d.fail(start, ErrMalformed, "duplicate field ID %d", d.ids[i])
+		d.sorted = append(d.sorted[:0], fields...)
+		slices.Sort(d.sorted)
+		for i := 1; i < len(d.sorted); i++ {
+			if d.sorted[i] == d.sorted[i-1] {
+				return d.fail(start, ErrMalformed, "duplicate field ID %d", d.sorted[i])
 			}
 		}
 	}
-	s := new(Struct)
-	if len(fields) > 0 {
-		s.Fields = slices.Clone(fields)
-	}
-	d.stack = d.stack[:base]
-	return s, nil
+	d.out.at(k).val = uint32(len(fields))
+	d.ids = d.ids[:base]
+	d.done(k)
+	return nil
 }
 
 // readValue reads a value of type t (not a bool field) at nesting depth depth
-// of its parent.
-func (d *decoder) readValue(t Type, depth int) (Value, error) {
+// of its parent, as field id (0 in a container).
+func (d *decoder) readValue(t Type, depth int, id int16) error {
 	off := d.pos
+	if t == TypeStruct {
+		return d.readStruct(depth+1, id)
+	}
+	k := d.out.push(node{typ: t, id: id})
+	if t != TypeList && t != TypeSet && t != TypeMap {
+		d.out.at(k).val = uint32(off)
+	}
+	var err error
 	switch t {
 	case TypeBool:
-		c, err := d.readByte("bool")
-		if err != nil {
-			return Value{}, err
+		var c byte
+		if c, err = d.readByte("bool"); err == nil {
+			switch c {
+			case 1:
+				d.out.at(k).aux = 1
+			case 2:
+			default:
+				err = d.fail(off, ErrNonCanonical, "bool byte %#02x", c)
+			}
 		}
-		switch c {
-		case 1:
-			return Value{Type: TypeBool, Int: 1}, nil
-		case 2:
-			return Value{Type: TypeBool}, nil
-		}
-		return Value{}, d.fail(off, ErrNonCanonical, "bool byte %#02x", c)
 	case TypeByte:
-		c, err := d.readByte("byte")
-		return Value{Type: TypeByte, Int: int64(int8(c))}, err
+		_, err = d.readByte("byte")
 	case TypeI16:
-		v, err := d.readI16("i16")
-		return Value{Type: TypeI16, Int: int64(v)}, err
+		_, err = d.readI16("i16")
 	case TypeI32:
-		v, err := d.readI32("i32")
-		return Value{Type: TypeI32, Int: int64(v)}, err
+		_, err = d.readI32("i32")
 	case TypeI64:
-		v, err := d.readI64("i64")
-		return Value{Type: TypeI64, Int: v}, err
+		_, err = d.readI64("i64")
 	case TypeDouble:
 		if d.avail() < 8 {
-			return Value{}, d.truncated(off, "double")
+			return d.truncated(off, "double")
 		}
-		bits := binary.LittleEndian.Uint64(d.buf[d.pos:])
 		d.pos += 8
-		return Value{Type: TypeDouble, Bits: bits}, nil
 	case TypeBinary:
-		n, err := d.readSize("binary length")
-		if err != nil {
-			return Value{}, err
+		var n int
+		if n, err = d.readSize("binary length"); err == nil {
+			if n > d.avail() {
+				return d.truncated(off, "binary")
+			}
+			d.pos += n
+			d.out.at(k).val = uint32(n)
 		}
-		if n > d.avail() {
-			return Value{}, d.truncated(off, "binary")
-		}
-		b := d.buf[d.pos : d.pos+n : d.pos+n]
-		d.pos += n
-		return Value{Type: TypeBinary, Bin: b}, nil
 	case TypeList, TypeSet:
-		l, err := d.readList(depth + 1)
-		return Value{Type: t, List: l}, err
+		err = d.readList(depth+1, k)
 	case TypeMap:
-		m, err := d.readMap(depth + 1)
-		return Value{Type: TypeMap, Map: m}, err
-	case TypeStruct:
-		s, err := d.readStruct(depth + 1)
-		return Value{Type: TypeStruct, Struct: s}, err
+		err = d.readMap(depth+1, k)
+	default:
+		// Unreachable: callers check types.
+		err = d.fail(off, ErrMalformed, "type %d", t)
 	}
-	// Unreachable: callers check types.
-	return Value{}, d.fail(off, ErrMalformed, "type %d", t)
+	if err != nil {
+		return err
+	}
+	d.done(k)
+	return nil
 }
 
-func (d *decoder) readList(depth int) (*List, error) {
+func (d *decoder) readList(depth, k int) error {
 	off := d.pos
 	if depth > d.lim.MaxDepth {
-		return nil, d.fail(off, ErrTooDeep, "deeper than %d", d.lim.MaxDepth)
+		return d.fail(off, ErrTooDeep, "deeper than %d", d.lim.MaxDepth)
 	}
 	h, err := d.readByte("list header")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	elem, err := d.elemType(off, h&0x0f)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n := int(h >> 4)
 	if n == 15 {
 		if n, err = d.readSize("list size"); err != nil {
-			return nil, err
+			return err
 		}
 		if n < 15 {
-			return nil, d.fail(off, ErrNonCanonical, "long list header for %d elements", n)
+			return d.fail(off, ErrNonCanonical, "long list header for %d elements", n)
 		}
 	}
 	m := minSize(elem)
 	if n > d.avail()/m {
-		return nil, d.fail(off, ErrTruncated, "%d list elements in %d bytes", n, d.avail())
+		return d.fail(off, ErrTruncated, "%d list elements in %d bytes", n, d.avail())
 	}
+	nd := d.out.at(k)
+	nd.val, nd.aux = uint32(n), uint8(elem)
 	d.pending += n * m
-	l := &List{Elem: elem}
-	if n > 0 {
-		l.Items = make([]Value, 0, n)
-	}
 	for range n {
 		if err := d.node(d.pos); err != nil {
-			return nil, err
+			return err
 		}
 		d.pending -= m
-		v, err := d.readValue(elem, depth)
-		if err != nil {
-			return nil, err
+		if err := d.readValue(elem, depth, 0); err != nil {
+			return err
 		}
-		l.Items = append(l.Items, v)
 	}
-	return l, nil
+	return nil
 }
 
-func (d *decoder) readMap(depth int) (*Map, error) {
+func (d *decoder) readMap(depth, k int) error {
 	off := d.pos
 	if depth > d.lim.MaxDepth {
-		return nil, d.fail(off, ErrTooDeep, "deeper than %d", d.lim.MaxDepth)
+		return d.fail(off, ErrTooDeep, "deeper than %d", d.lim.MaxDepth)
 	}
 	n, err := d.readSize("map size")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	m := new(Map)
 	if n == 0 {
-		return m, nil
+		return nil
 	}
 	h, err := d.readByte("map types")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if m.Key, err = d.elemType(off, h>>4); err != nil {
-		return nil, err
+	kt, err := d.elemType(off, h>>4)
+	if err != nil {
+		return err
 	}
-	if m.Val, err = d.elemType(off, h&0x0f); err != nil {
-		return nil, err
+	vt, err := d.elemType(off, h&0x0f)
+	if err != nil {
+		return err
 	}
-	mk, mv := minSize(m.Key), minSize(m.Val)
+	mk, mv := minSize(kt), minSize(vt)
 	if n > d.avail()/(mk+mv) {
-		return nil, d.fail(off, ErrTruncated, "%d map entries in %d bytes", n, d.avail())
+		return d.fail(off, ErrTruncated, "%d map entries in %d bytes", n, d.avail())
 	}
+	nd := d.out.at(k)
+	nd.val, nd.aux = uint32(n), h
 	d.pending += n * (mk + mv)
-	m.Keys, m.Vals = make([]Value, 0, n), make([]Value, 0, n)
 	for range n {
 		if err := d.node(d.pos); err != nil {
-			return nil, err
+			return err
 		}
 		d.pending -= mk
-		k, err := d.readValue(m.Key, depth)
-		if err != nil {
-			return nil, err
+		if err := d.readValue(kt, depth, 0); err != nil {
+			return err
 		}
 		if err := d.node(d.pos); err != nil {
-			return nil, err
+			return err
 		}
 		d.pending -= mv
-		v, err := d.readValue(m.Val, depth)
-		if err != nil {
-			return nil, err
+		if err := d.readValue(vt, depth, 0); err != nil {
+			return err
 		}
-		m.Keys, m.Vals = append(m.Keys, k), append(m.Vals, v)
 	}
-	return m, nil
+	return nil
 }
 
 // minSize is the fewest bytes a value of type t takes inside a container.
@@ -461,4 +461,63 @@ func minSize(t Type) int {
 		return 8
 	}
 	return 1
+}
+
+// tree returns the Value of node i, built from the nodes, and the index of
+// the node after its subtree.
+func (d *decoder) tree(i int) (Value, int) {
+	n := *d.out.at(i)
+	v := Value{Type: n.typ}
+	next := i + 1
+	switch n.typ {
+	case TypeBool:
+		v.Int = int64(n.aux)
+	case TypeByte, TypeI16, TypeI32, TypeI64:
+		v.Int = scalar(d.buf, n)
+	case TypeDouble:
+		v.Bits = binary.LittleEndian.Uint64(d.buf[n.end-8:])
+	case TypeBinary:
+		v.Bin = d.buf[n.end-n.val : n.end : n.end]
+	case TypeList, TypeSet:
+		v.List = &List{Elem: Type(n.aux)}
+		if n.val > 0 {
+			v.List.Items = make([]Value, n.val)
+			for j := range v.List.Items {
+				v.List.Items[j], next = d.tree(next)
+			}
+		}
+	case TypeMap:
+		v.Map = new(Map)
+		if n.val > 0 {
+			v.Map.Key, v.Map.Val = Type(n.aux>>4), Type(n.aux&0x0f)
+			v.Map.Keys, v.Map.Vals = make([]Value, n.val), make([]Value, n.val)
+			for j := range v.Map.Keys {
+				v.Map.Keys[j], next = d.tree(next)
+				v.Map.Vals[j], next = d.tree(next)
+			}
+		}
+	case TypeStruct:
+		v.Struct = new(Struct)
+		if n.val > 0 {
+			v.Struct.Fields = make([]Field, n.val)
+			for j := range v.Struct.Fields {
+				id := d.out.at(next).id
+				v.Struct.Fields[j].ID = id
+				v.Struct.Fields[j].Value, next = d.tree(next)
+			}
+		}
+	}
+	return v, next
+}
+
+// scalar decodes the byte or integer value of n.
+func scalar(buf []byte, n node) int64 {
+	if n.typ == TypeByte {
+		return int64(int8(buf[n.end-1]))
+	}
+	var u uint64
+	for i, c := range buf[n.val:n.end] {
+		u |= uint64(c&0x7f) << (7 * i)
+	}
+	return unzigzag(u)
 }

@@ -62,3 +62,28 @@ func TestMemoryBound(t *testing.T) {
 		}
 	}
 }
+
+// TestViewMemoryBound checks the bounds DecodeView documents on the same
+// inputs: the View keeps 16 bytes per value (at most one per input byte),
+// and decoding allocates at most 24 per input byte in all, each plus 64 KiB.
+func TestViewMemoryBound(t *testing.T) {
+	for name, in := range worstCases(50000) {
+		var before, after, kept runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		v, err := DecodeView(in, Limits{})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&kept)
+		runtime.KeepAlive(v)
+		total := float64(after.TotalAlloc - before.TotalAlloc)
+		live := float64(kept.HeapAlloc) - float64(before.HeapAlloc)
+		t.Logf("%-15s %7d bytes in; per input byte: %5.1f allocated, %5.1f kept", name, len(in), total/float64(len(in)), live/float64(len(in)))
+		if total > 24*float64(len(in))+64<<10 || live > 16*float64(len(in))+64<<10 {
+			t.Errorf("%s: %.0f bytes allocated, %.0f kept", name, total, live)
+		}
+	}
+}

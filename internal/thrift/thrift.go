@@ -51,6 +51,14 @@
 // never panics. All decoding errors are a [*ParseError] that wraps one of the
 // sentinel errors, so [errors.Is] works.
 //
+// # Views
+//
+// [DecodeView] decodes under the same rules into a [View]: a compact,
+// read-only form of 16 bytes per value that reads numbers and binaries from
+// the input when asked, at most 16 bytes per input byte. It is for bytes
+// that are only read, such as a footer a reader opens; [AppendView] encodes
+// a View again, leaving out the fields and elements a function selects.
+//
 // # Aliasing and concurrency
 //
 // Decoded [Value.Bin] slices alias the input buffer: the caller must not

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/hostile"
 	"github.com/sovm/sop-pme/internal/memstore"
 	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/internal/vectors"
@@ -399,6 +400,36 @@ func generated() []gcase {
 			v.Check = vectors.CheckOutcome{Err: reader.ErrNoKey}
 			return v
 		}},
+	}
+	// Objects a producer holding the DEK crafted: every module opens under
+	// the DEK and the bytes verify against the storage_id, but what they
+	// carry is hostile (internal/hostile). The reader fails with a typed
+	// error, or reads them (its hostile part is one the reader ignores or
+	// bounds); the expected rows of the latter are what this reader
+	// returns, pinned.
+	for _, hc := range hostile.Cases() {
+		cases = append(cases, gcase{"hostile-" + hc.Name, func(t *testing.T) *vectors.Vector {
+			dek := pme.NewDEK()
+			data, err := hc.Build(dek)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, ob := memstore.Outboard(data)
+			v := &vectors.Vector{ID: id, DEK: dek.Bytes(), Object: data, Outboard: ob,
+				Read: vectors.Outcome{Err: hc.Want}, Rule: "11.10 (a malicious producer holds the DEK): " + hc.Rule,
+				Comment: "crafted by internal/hostile, case " + hc.Name}
+			for _, r := range hc.Check {
+				v.Check.Fails = append(v.Check.Fails, r.String())
+			}
+			if hc.Want == nil {
+				rows, err := vectors.ReadAll(context.Background(), v)
+				if err != nil {
+					t.Fatalf("the reader does not read %s: %v", hc.Name, err)
+				}
+				v.Rows = rows
+			}
+			return v
+		}})
 	}
 	return cases
 }

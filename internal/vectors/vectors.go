@@ -110,6 +110,8 @@ var sentinels = []struct {
 	{"pme.ErrPlaintextFooter", pme.ErrPlaintextFooter},
 	{"reader.ErrNoKey", reader.ErrNoKey},
 	{"reader.ErrFormat", reader.ErrFormat},
+	{"reader.ErrDecode", reader.ErrDecode},
+	{"reader.ErrMemoryLimit", reader.ErrMemoryLimit},
 	{"blobs.ErrNotFound", blobs.ErrNotFound},
 }
 

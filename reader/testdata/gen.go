@@ -1,8 +1,12 @@
 //go:build ignore
 
-// gen writes the seed corpus of FuzzOpen: small objects written by the
-// writer, with every module re-sealed under the fuzz key (32 zero bytes),
-// and damaged variants. Run from reader/: go run testdata/gen.go
+// gen writes the seed corpora of FuzzOpen and FuzzPlaintext. FuzzOpen's:
+// small objects written by the writer, with every module re-sealed under the
+// fuzz key (32 zero bytes), and damaged variants. FuzzPlaintext's: objects
+// in the form hostile.Unseal gives (plaintext in place of each module's
+// ciphertext): valid ones of every codec and page version, and the hostile
+// cases of internal/hostile up to 128 KiB. Run from reader/:
+// go run testdata/gen.go
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/hostile"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
@@ -111,4 +116,51 @@ func main() {
 		write(fmt.Sprintf("object-%d-truncated", i), data[:len(data)-9])
 	}
 	write("tiny", []byte("PARE\x00\x00\x00\x00PARE"))
+	plaintextSeeds(to)
+}
+
+// plaintextSeeds writes the seeds of FuzzPlaintext.
+func plaintextSeeds(key pme.DEK) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzPlaintext")
+	os.MkdirAll(dir, 0o755)
+	write := func(name string, obj []byte) {
+		plain, err := hostile.Unseal(obj, key)
+		if err != nil {
+			panic(fmt.Sprint(name, ": ", err))
+		}
+		os.WriteFile(filepath.Join(dir, name), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", plain)), 0o644)
+	}
+	valid := []struct {
+		name string
+		kind string
+		opts []writer.Option
+	}{
+		{"valid-flat-zstd", "flat", nil},
+		{"valid-flat-snappy-rowgroups", "flat", []writer.Option{writer.WithCodec(writer.Snappy), writer.WithRowGroupRows(50)}},
+		{"valid-flat-plain", "flat", []writer.Option{writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false)}},
+		{"valid-flat-v2", "flat", []writer.Option{writer.WithCodec(writer.Uncompressed), writer.WithDataPageVersion(writer.DataPageV2)}},
+		{"valid-nested-zstd", "nested", nil},
+		{"valid-nested-plain", "nested", []writer.Option{writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false)}},
+		{"valid-nested-v2", "nested", []writer.Option{writer.WithCodec(writer.Uncompressed), writer.WithDataPageVersion(writer.DataPageV2), writer.WithDataPageSize(256)}},
+	}
+	for _, v := range valid {
+		o, err := hostile.Base(v.kind, 120, v.opts...)
+		if err != nil {
+			panic(err)
+		}
+		obj, err := o.SealPadded(key)
+		if err != nil {
+			panic(err)
+		}
+		write(v.name, obj)
+	}
+	for _, c := range hostile.Cases() {
+		obj, err := c.Build(key)
+		if err != nil {
+			panic(fmt.Sprint(c.Name, ": ", err))
+		}
+		if len(obj) <= 128<<10 {
+			write("hostile-"+c.Name, obj)
+		}
+	}
 }

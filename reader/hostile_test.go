@@ -1,0 +1,98 @@
+package reader_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/sovm/sop-pme/internal/hostile"
+	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
+)
+
+// readObject opens the object and drains a full scan; it returns the rows
+// read and the first error.
+func readObject(ctx context.Context, st *hostile.Store, id storageid.ID) (int64, error) {
+	r, err := reader.Open(ctx, st, id, st)
+	if err != nil {
+		return 0, err
+	}
+	rr, err := r.Scan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer rr.Release()
+	var rows int64
+	for rr.Next() {
+		rows += rr.RecordBatch().NumRows()
+	}
+	return rows, rr.Err()
+}
+
+// builtCase is a hostile case built under the fuzz key (32 zero bytes).
+type builtCase struct {
+	hostile.Case
+	obj []byte
+	err error
+}
+
+// hostileCases builds every hostile case once for the tests of this
+// package.
+var hostileCases = sync.OnceValue(func() []builtCase {
+	dek := fuzzKey()
+	var out []builtCase
+	for _, c := range hostile.Cases() {
+		obj, err := c.Build(dek)
+		out = append(out, builtCase{c, obj, err})
+	}
+	return out
+})
+
+// fuzzKey returns the fixed key of the fuzz targets: 32 zero bytes.
+func fuzzKey() pme.DEK {
+	k, err := pme.DEKFromBytes(make([]byte, 32))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// TestHostile reads every hostile case: Open and a full Scan return the
+// case's error (or read rows), and Check reports the requirements the case
+// says the object fails.
+func TestHostile(t *testing.T) {
+	ctx := context.Background()
+	dek := fuzzKey()
+	for _, c := range hostileCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			if c.err != nil {
+				t.Fatal(c.err)
+			}
+			st := hostile.NewStore()
+			id := st.Put(c.obj, dek)
+			rows, err := readObject(ctx, st, id)
+			switch {
+			case c.Want == nil && err != nil:
+				t.Errorf("read: %v, want rows", err)
+			case c.Want == nil && rows == 0:
+				t.Errorf("read no rows")
+			case c.Want != nil && !errors.Is(err, c.Want):
+				t.Errorf("read: %v, want %v", err, c.Want)
+			}
+			rep, err := reader.Check(ctx, st, id, st)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			var failed []reader.Requirement
+			for _, f := range rep.Findings {
+				failed = append(failed, f.Requirement)
+			}
+			if !slices.Equal(failed, c.Check) {
+				t.Errorf("Check fails %v, want %v:\n%v", failed, c.Check, rep)
+			}
+		})
+	}
+}

@@ -1,0 +1,292 @@
+package reader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// The default memory limit of a scan (see WithMemoryLimit).
+const (
+	// scanMemoryBase is the fixed part of the default limit, in bytes.
+	scanMemoryBase = 40 << 20
+	// scanMemoryPerByte is how many bytes the default limit allows per
+	// byte of the column chunks the scan decodes.
+	scanMemoryPerByte = 16
+	// columnCost is what the decoder of one leaf column costs, in bytes,
+	// whatever it decodes, as measured for arrow-go v18.8.0 (55 to 72 KiB:
+	// a 16 KiB buffer to peek at page headers, a 16 KiB page buffer, level
+	// and dictionary decoders of 4 KiB each, builders).
+	columnCost = 64 << 10
+)
+
+// budget is the allocator of a scan's decoder, and its memory limit. The
+// limit covers the scan's column decoders (columnCost each, charged when the
+// scan starts) and what decoding one batch allocates and does not free.
+//
+// The budget passes every allocation to the caller's allocator and counts
+// the bytes allocated and not freed since the current batch began; a batch
+// that would go beyond what the limit leaves panics with errBudget before it
+// allocates, and the scan boundary (scanReader.Next) turns that into an
+// error matching ErrMemoryLimit. The decoder runs in the goroutine that
+// calls Next (arrow-go reads columns in parallel only when asked to, which
+// Scan never does), so the panic unwinds to that Next. Outside Next (while
+// arrow-go builds its column readers, in goroutines of its own) the budget
+// only counts.
+//
+// The default limit is scanMemoryBase plus scanMemoryPerByte per byte of
+// the column chunks the columns decode: those each holds when the batch
+// begins, and those it reads during the batch. A decoded batch is bounded
+// by what the scan reads, whatever the object claims.
+type budget struct {
+	mem   memory.Allocator
+	fixed int64 // the limit set by WithMemoryLimit, or 0 for the default
+	cols  int64 // columnCost × the scan's leaf columns
+
+	used  atomic.Int64 // bytes allocated and not freed in this batch
+	limit atomic.Int64 // what this batch may use
+	armed atomic.Bool
+
+	mu   sync.Mutex
+	held map[int]int64 // column → bytes of the chunk it decodes
+}
+
+// errBudget is the panic value of a batch that goes beyond its limit.
+type errBudget struct{ want, limit int64 }
+
+func newBudget(mem memory.Allocator, fixed int64, columns int) *budget {
+	b := &budget{mem: mem, fixed: fixed, cols: columnCost * int64(columns), held: map[int]int64{}}
+	b.limit.Store(b.total(0) - b.cols)
+	return b
+}
+
+// total returns the scan's limit when its columns hold chunks of held bytes.
+func (b *budget) total(held int64) int64 {
+	if b.fixed > 0 {
+		return b.fixed
+	}
+	return scanMemoryBase + scanMemoryPerByte*held
+}
+
+// fits reports whether the scan's column decoders fit its limit when they
+// hold chunks of held bytes.
+func (b *budget) fits(held int64) bool { return b.cols <= b.total(held) }
+
+// begin starts a batch: nothing is counted yet, and the batch may use what
+// the limit leaves after the column decoders.
+func (b *budget) begin() {
+	b.mu.Lock()
+	var held int64
+	for _, n := range b.held {
+		held += n
+	}
+	b.mu.Unlock()
+	b.limit.Store(b.total(held) - b.cols)
+	b.used.Store(0)
+	b.armed.Store(true)
+}
+
+// end ends a batch.
+func (b *budget) end() { b.armed.Store(false) }
+
+// chunk records that column col now decodes a chunk of n bytes.
+func (b *budget) chunk(col int, n int64) {
+	b.mu.Lock()
+	b.held[col] = n
+	b.mu.Unlock()
+	if b.fixed == 0 {
+		b.limit.Add(scanMemoryPerByte * n)
+	}
+}
+
+// overBuilt reports whether building the column decoders, which
+// columnCost accounts for, allocated more than the whole limit for chunks
+// of held bytes.
+func (b *budget) overBuilt(held int64) bool { return b.used.Load() > b.total(held) }
+
+func (b *budget) charge(n int) {
+	if used := b.used.Add(int64(n)); n > 0 && used > b.limit.Load() && b.armed.Load() {
+		b.used.Add(-int64(n))
+		panic(errBudget{want: used, limit: b.limit.Load()})
+	}
+}
+
+func (b *budget) Allocate(n int) []byte {
+	b.charge(n)
+	return b.mem.Allocate(n)
+}
+
+// Reallocate counts the new buffer whole while the old one is copied into
+// it: both are live then.
+func (b *budget) Reallocate(n int, old []byte) []byte {
+	b.charge(n)
+	out := b.mem.Reallocate(n, old)
+	b.used.Add(-int64(len(old)))
+	return out
+}
+
+func (b *budget) Free(buf []byte) {
+	b.used.Add(-int64(len(buf)))
+	b.mem.Free(buf)
+}
+
+// scanReader is the RecordReader of a Scan, and the boundary between
+// arrow-go's decoder and the caller. Its errors are typed: a chunk that
+// fails verification or authentication, or whose pages break a rule (see
+// checkPages), gives the view's error; a batch beyond the memory limit
+// gives ErrMemoryLimit; any other error or panic of the decoder gives
+// ErrDecode. After an error the reader stays failed: Next returns false
+// and Err the error. When its last reference is released, the scan's
+// prefetches stop and their plaintext is cleared.
+type scanReader struct {
+	rr     pqarrow.RecordReader // the current row group's, or nil
+	loaded bool                 // rr's row group is in the view
+	schema *arrow.Schema
+	fr     *pqarrow.FileReader
+	ctx    context.Context
+	cols   []int
+	fetch  *fetcher
+	view   *plainView
+	budget *budget
+	refs   atomic.Int64
+	done   func()
+	err    error
+}
+
+var _ array.RecordReader = (*scanReader)(nil)
+
+func (s *scanReader) Schema() *arrow.Schema { return s.schema }
+
+// Next decodes the next batch: of the current row group, or else of the
+// next one the fetcher hands over, with a record reader of its own.
+func (s *scanReader) Next() (ok bool) {
+	if s.err != nil {
+		return false
+	}
+	defer func() {
+		s.budget.end()
+		if p := recover(); p != nil {
+			s.err, ok = s.recovered(p), false
+		}
+	}()
+	for {
+		if s.rr != nil && s.loaded {
+			s.budget.begin()
+			if s.rr.Next() {
+				return true
+			}
+			s.budget.end()
+			if err := s.rr.Err(); err != nil {
+				s.err = s.typed(err)
+				return false
+			}
+			s.rr.Release()
+			s.rr, s.loaded = nil, false
+		}
+		d, more := <-s.fetch.out
+		if !more {
+			if err := s.ctx.Err(); err != nil {
+				s.err = err
+			}
+			return false
+		}
+		if d.err != nil {
+			s.err = d.err
+			return false
+		}
+		s.view.setCurrent(d.chunks)
+		if s.rr == nil {
+			// Built outside a batch: the column decoders are charged to the
+			// budget when the scan starts (columnCost each).
+			err := catch(ErrDecode, func() error {
+				var err error
+				if s.rr, err = s.fr.GetRecordReader(s.ctx, s.cols, []int{d.rg}); err != nil {
+					return fmt.Errorf("%w: %w", ErrDecode, err)
+				}
+				return nil
+			})
+			if err != nil {
+				s.err = err
+				return false
+			}
+		}
+		s.loaded = true
+	}
+}
+
+// typed returns the error of the scan: the view's if it failed (its error
+// is typed, and arrow-go may have wrapped it without %w), else err as an
+// ErrDecode.
+func (s *scanReader) typed(err error) error {
+	if verr := s.view.failure(); verr != nil {
+		return verr
+	}
+	return fmt.Errorf("%w: %w", ErrDecode, err)
+}
+
+// recovered turns a panic of the decoder into the scan's error.
+func (s *scanReader) recovered(p any) error {
+	if b, ok := p.(errBudget); ok {
+		return fmt.Errorf("%w: a batch needs more than %d bytes (%d asked); lower WithBatchSize or raise WithMemoryLimit", ErrMemoryLimit, b.limit, b.want)
+	}
+	if verr := s.view.failure(); verr != nil {
+		return verr
+	}
+	if err, ok := p.(error); ok {
+		return fmt.Errorf("%w: decoder panicked: %w", ErrDecode, err)
+	}
+	return fmt.Errorf("%w: decoder panicked: %v", ErrDecode, p)
+}
+
+// RecordBatch returns the current batch, or nil after an error.
+func (s *scanReader) RecordBatch() arrow.RecordBatch {
+	if s.err != nil || s.rr == nil {
+		return nil
+	}
+	return s.rr.RecordBatch()
+}
+
+// Record returns the current batch.
+//
+// Deprecated: use RecordBatch.
+func (s *scanReader) Record() arrow.RecordBatch { return s.RecordBatch() }
+
+// Err returns the error that stopped the scan, if any.
+func (s *scanReader) Err() error { return s.err }
+
+func (s *scanReader) Retain() { s.refs.Add(1) }
+
+func (s *scanReader) Release() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	defer s.done()
+	defer func() {
+		// arrow-go's readers may be left inconsistent by a panic they
+		// raised; releasing them must not raise another.
+		_ = recover()
+	}()
+	if s.rr != nil {
+		s.rr.Release()
+	}
+}
+
+// catch runs f, turning a panic into an error wrapping sentinel.
+func catch(sentinel error, f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if e, ok := p.(error); ok {
+				err = fmt.Errorf("%w: decoder panicked: %w", sentinel, e)
+			} else {
+				err = fmt.Errorf("%w: decoder panicked: %v", sentinel, p)
+			}
+		}
+	}()
+	return f()
+}
