@@ -92,6 +92,8 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				opts = append(opts, reader.WithFields(ids...))
 			}
 			rr, err := r.Scan(ctx, opts...)
+			// The meter counts what the store hands over, for the bar and
+			// the rate; the summary reports the reader's own counts.
 			if err != nil {
 				m.abort()
 				return about(id.String(), err)
@@ -168,7 +170,9 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				}
 				tmp = nil
 			}
-			m.done("exported %d rows of %s to %s (%s of the object fetched and verified)", rows, id, dest, mb(m.n.Load()))
+			stats := r.Stats()
+			m.done("exported %d rows of %s to %s (%s fetched, %s verified, %d modules opened)", rows, id, dest,
+				mb(stats.BytesFetched), mb(stats.BytesVerified), stats.ModulesOpened)
 			return nil
 		}),
 	}
