@@ -4,17 +4,18 @@ CARGO_TARGET_DIR ?= $(HOME)/.cache/sop-pme/cargo-target
 export CARGO_TARGET_DIR
 
 .DEFAULT_GOAL := test
-.PHONY: demo test vet unit purego interop sql bench fuzz
+.PHONY: demo test vet unit purego interop sql cli bench fuzz
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back.
 demo:
-	$(GO) run ./cmd/sop-pme demo -store ./demo-store
+	$(GO) build -C cmd/sop-pme -o $(CURDIR)/bin/sop-pme .
+	./bin/sop-pme demo --store ./demo-store
 
 # go vet, the unit tests with -race (fuzz targets run their seed corpora),
-# the pure-Go build, DuckDB interop, SQL through the verified reader, and
-# the iroh-blobs binding.
-test: vet unit purego interop sql test-iroh
+# the pure-Go build, DuckDB interop, SQL through the verified reader, the
+# command line, and the iroh-blobs binding.
+test: vet unit purego interop sql cli test-iroh
 
 vet:
 	$(GO) vet ./...
@@ -37,6 +38,14 @@ interop:
 # its own, like interop: DuckDB is a cgo dependency).
 sql:
 	cd sql && $(GO) test -count=1 ./...
+
+# The sop-pme command: a module of its own (cobra, progress bars, the KMS
+# drivers of gocloud.dev/secrets), tested end to end through its built
+# binary, and built without cgo.
+cli:
+	cd cmd/sop-pme && $(GO) vet ./...
+	cd cmd/sop-pme && $(GO) test -race -count=1 ./...
+	cd cmd/sop-pme && CGO_ENABLED=0 $(GO) build -o /dev/null .
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -534,6 +534,33 @@ func (r *Ring) Len(ctx context.Context) (int, error) {
 	return n, noMeta(err)
 }
 
+// Has reports, for each of ids, whether the ring holds a wrapped DEK for it,
+// all in one read transaction under the shared lock. It unwraps nothing: a
+// DEK it reports may still fail to resolve (ResolveDEK, ErrUnwrap). It is
+// for listings, where resolving every DEK would call the master and open
+// the file once per object.
+func (r *Ring) Has(ctx context.Context, ids ...storageid.ID) ([]bool, error) {
+	out := make([]bool, len(ids))
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error {
+			_, deks, _, err := buckets(tx)
+			if err != nil {
+				return err
+			}
+			for i, id := range ids {
+				out[i] = deks.Get(id[:]) != nil
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, noMeta(err)
+	}
+	return out, nil
+}
+
 // Rotate makes m the ring's master: it unwraps the ring key with the
 // current master, wraps it under m and writes the one wrapped key. No DEK is
 // rewritten. Both master calls happen outside the write transaction, which

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -43,7 +44,7 @@ var All = []Format{Parquet, ArrowFile, ArrowStream, CSV, NDJSON}
 
 // ErrFormat reports an input that is not in the format it is read as, or
 // whose format cannot be told.
-var ErrFormat = errors.New("unrecognised input format")
+var ErrFormat = errors.New("formats: not a readable table")
 
 // Parse returns the format named s.
 func Parse(s string) (Format, error) {
@@ -92,6 +93,10 @@ type InputOptions struct {
 	Format    Format // "" detects it
 	BatchRows int    // rows per record for CSV, NDJSON and Parquet; 0: 64 Ki
 	Alloc     memory.Allocator
+	// OnRead, if set, is called with the number of bytes of each read
+	// from the input (for progress displays). It may be called from
+	// several goroutines at once.
+	OnRead func(n int)
 }
 
 // An Input is a table being read.
@@ -128,7 +133,11 @@ func Open(ctx context.Context, path string, opts InputOptions) (*Input, error) {
 			return nil, err
 		}
 	}
-	in, err := open(ctx, f, name, opts)
+	var src file_ = f
+	if opts.OnRead != nil {
+		src = &countingFile{file_: f, onRead: opts.OnRead}
+	}
+	in, err := open(ctx, src, name, opts)
 	if err != nil {
 		if f != os.Stdin {
 			f.Close()
@@ -148,7 +157,31 @@ func Open(ctx context.Context, path string, opts InputOptions) (*Input, error) {
 	return in, nil
 }
 
-func open(ctx context.Context, f *os.File, name string, opts InputOptions) (*Input, error) {
+// file_ is what Open reads: an *os.File, or one that counts what is read.
+type file_ interface {
+	readAtSeeker
+	Stat() (os.FileInfo, error)
+}
+
+// countingFile reports the bytes read from a file.
+type countingFile struct {
+	file_
+	onRead func(n int)
+}
+
+func (c *countingFile) Read(p []byte) (int, error) {
+	n, err := c.file_.Read(p)
+	c.onRead(n)
+	return n, err
+}
+
+func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.file_.ReadAt(p, off)
+	c.onRead(n)
+	return n, err
+}
+
+func open(ctx context.Context, f file_, name string, opts InputOptions) (*Input, error) {
 	br := bufio.NewReaderSize(f, 1<<16)
 	format := opts.Format
 	if format == "" {
@@ -223,7 +256,12 @@ type readAtSeeker interface {
 // field with the field ID the file gives it ("PARQUET:field_id"; -1 when it
 // has none).
 func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOptions) (*Input, error) {
-	pf, err := file.NewParquetReader(ra)
+	// Buffered streams read a column chunk a buffer at a time, rather than
+	// whole: memory stays bounded by pages, not by the input's row groups.
+	props := parquet.NewReaderProperties(opts.Alloc)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 1 << 20
+	pf, err := file.NewParquetReader(ra, file.WithReadProps(props))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a readable Parquet file: %v", ErrFormat, name, err)
 	}

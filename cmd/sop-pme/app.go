@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// installHint is how to install the command: from a clone, since the
+// module replaces the library with the clone's (go install …@latest cannot
+// work until the library is published).
+const installHint = "go install -C cmd/sop-pme . (from a clone of the repository)"
+
+// app is one run of the command: its streams and what its flags say.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// stderrTTY and stdinTTY say whether stderr and stdin are terminals:
+	// progress bars are drawn only on a terminal, and rm asks for
+	// confirmation only on one.
+	stderrTTY, stdinTTY, stdoutTTY bool
+	quiet                          bool
+}
+
+func newApp() *app {
+	return &app{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		stdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
+		stdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
+	}
+}
+
+// root builds the command tree.
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sop-pme",
+		Short: "Bring tables into SOP-PME-1 objects, get them out, see what storage sees",
+		Long: `sop-pme writes tables into SOP-PME-1 objects (encrypted Parquet, padded to a
+Padmé size, named by the BLAKE3 hash of their bytes, their storage_id) in a
+directory store, and reads them back only through byte ranges verified against
+that storage_id.
+
+Install: ` + installHint,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(a.stderr)
+			cmd.Help()
+			return usagef("no command given")
+		},
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetIn(a.stdin)
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar, no summary line")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%s: %v (see %s -h)", c.CommandPath(), err, c.CommandPath())
+	})
+	root.AddCommand(a.importCmd(), a.exportCmd(), a.lsCmd(), a.schemaCmd(), a.inspectCmd(),
+		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd())
+	tmpl := root.UsageTemplate() + "\n" + exitCodesSummary + "\n"
+	root.SetUsageTemplate(tmpl)
+	for _, c := range root.Commands() {
+		c.SilenceErrors, c.SilenceUsage = true, true
+	}
+	return root
+}
+
+// run runs the command line args and returns the exit code, having printed
+// any error as one line on stderr.
+func (a *app) run(ctx context.Context, args []string) int {
+	root := a.root()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ce *cmdError
+	var se *subjectError
+	var ue *usageError
+	if !errors.As(err, &ce) && !errors.As(err, &se) && !errors.As(err, &ue) && !isRunError(err) {
+		// cobra's own errors: an unknown command, a wrong number of
+		// arguments.
+		err = usagef("%s (see sop-pme -h)", err)
+	}
+	code, msg := exitCode(unwrapRun(err))
+	fmt.Fprintln(a.stderr, "sop-pme: "+msg)
+	return code
+}
+
+// runError marks the errors a command's RunE returned, as opposed to
+// cobra's errors about the command line.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+func isRunError(err error) bool {
+	var re *runError
+	return errors.As(err, &re)
+}
+
+func unwrapRun(err error) error {
+	var re *runError
+	if errors.As(err, &re) {
+		return re.err
+	}
+	return err
+}
+
+// runE wraps a command's function so that its errors are told apart from
+// cobra's.
+func runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd, args); err != nil {
+			return &runError{err}
+		}
+		return nil
+	}
+}
+
+// args returns a cobra argument check that reports a usage error.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %s (see %s -h)", cmd.CommandPath(), what, cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// storeFlag is the --store flag, with $SOP_PME_STORE as its default.
+type storeFlag struct{ dir string }
+
+func addStoreFlag(cmd *cobra.Command, s *storeFlag) {
+	cmd.Flags().StringVarP(&s.dir, "store", "s", "", "`directory` of the blob store (default $SOP_PME_STORE)")
+}
+
+func (s *storeFlag) path() (string, error) {
+	if s.dir == "" {
+		s.dir = os.Getenv("SOP_PME_STORE")
+	}
+	if s.dir == "" {
+		return "", usagef("no store: give --store DIR or set SOP_PME_STORE")
+	}
+	return s.dir, nil
+}
+
+// openStore opens an existing store read-only: it creates nothing, and
+// removes nothing.
+func (s *storeFlag) openReadOnly() (*blobs.Dir, error) {
+	dir, err := s.path()
+	if err != nil {
+		return nil, err
+	}
+	st, err := blobs.OpenDir(dir, blobs.ReadOnly())
+	return st, storeErr(dir, err)
+}
+
+// storeErr says what is wrong with a store path in one line.
+func storeErr(dir string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, blobs.ErrNoStore) {
+		return &cmdError{exitNotFound, fmt.Sprintf("%s: no store there (sop-pme import creates one)", dir), err}
+	}
+	return about(dir, err)
+}
+
+// parseID parses a storage_id argument.
+func parseID(s string) (storageid.ID, error) {
+	id, err := storageid.Parse(s)
+	if err != nil {
+		return id, usagef("%q is not a storage_id (64 hex digits)", s)
+	}
+	return id, nil
+}
+
+// printJSON writes v as indented JSON on w.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// jsonLine returns v as JSON on one line.
+func jsonLine(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}

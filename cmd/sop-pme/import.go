@@ -1,0 +1,347 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
+	"github.com/sovm/sop-pme/writer"
+	"github.com/spf13/cobra"
+)
+
+// Defaults of import's row groups. The writer holds at most two row groups
+// at once with one encoder (WithParallelism(1)): the one being gathered and
+// the one being encoded and sealed. So import's memory is about twice the
+// row-group size, plus the input reader's batch, whatever the input's size.
+const (
+	importRowGroupBytes = 64 << 20
+	importRowGroupRows  = writer.DefaultRowGroupRows
+)
+
+// importMemoryLimit is the soft memory limit of an import with row groups
+// of rgBytes: what the writer holds at most (two row groups being gathered
+// and encoded, and the encoded one being sealed), and 128 MiB for the input
+// reader, the codecs and the runtime.
+func importMemoryLimit(rgBytes int64) int64 { return 3*rgBytes + 128<<20 }
+
+type importResult struct {
+	StorageID    string `json:"storage_id"`
+	Size         uint64 `json:"size"`
+	UnpaddedSize uint64 `json:"unpadded_size"`
+	Rows         int64  `json:"rows"`
+	RowGroups    int    `json:"row_groups"`
+	KeyRef       string `json:"key_ref"`
+}
+
+func (a *app) importCmd() *cobra.Command {
+	var (
+		store    storeFlag
+		ks       keySource
+		format   string
+		assign   bool
+		asJSON   bool
+		rgRows   int64
+		rgBytes  int64
+		codec    string
+		parallel int
+	)
+	cmd := &cobra.Command{
+		Use:   "import FILE|-",
+		Short: "Write a table (Parquet, Arrow IPC, CSV, NDJSON) into a new object",
+		Long: `Import reads a table and writes it into one new SOP-PME-1 object in the store,
+and its DEK, wrapped, into the keyring. It prints the object's storage_id,
+size, unpadded size, rows and row groups.
+
+The input is Parquet, an Arrow IPC file or stream, CSV (with a header row) or
+NDJSON (one object per line), told by its first bytes or its name (--format
+otherwise); - is stdin. Import streams: its memory is bounded by about two
+row groups (--row-group-bytes), not by the input. A Parquet file or Arrow IPC
+file on stdin is the exception: it needs random access, and is read into
+memory. CSV and NDJSON column types come from the first 10,000 rows.
+
+Every column of an object needs a Parquet field ID (SOP-PME-1 11.2). Those of
+a Parquet or Arrow input are kept. Without --assign-field-ids a field without
+one is an error naming it; with it, the missing IDs are assigned by the rule
+of writer.AssignFieldIDs: numbered from one more than the largest existing ID,
+top-level fields first in order, then their children, deterministically.
+
+On any failure nothing is left behind: no object, no temporary file, no key.
+The store is created if there is none, and the KEK and keyring too (said on
+stderr), once the object is written.
+
+` + keysHelp,
+		Example: `  sop-pme import --store ./store orders.parquet
+  duckdb -c "COPY (SELECT ...) TO '/dev/stdout' (FORMAT csv)" | sop-pme import -s ./store --format csv --assign-field-ids -`,
+		Args: exactArgs(1, "one input file (or - for stdin)"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			var f formats.Format
+			var err error
+			if format != "" {
+				if f, err = formats.Parse(format); err != nil {
+					return usagef("--format %q: one of %s", format, formatList(formats.All))
+				}
+			}
+			c, err := parseCodec(codec)
+			if err != nil {
+				return err
+			}
+			dir, err := store.path()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			// Keys first: a wrong KEK fails before any work. A missing KEK or
+			// keyring is created only once the object is written.
+			if err := ks.checkApart(dir); err != nil {
+				return err
+			}
+			k, err := ks.openRing(ctx, dir, ringWrite, a.stderr)
+			var ce *cmdError
+			if errors.As(err, &ce) && ce.code == exitNotFound {
+				k, err = nil, nil
+			}
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+
+			path := args[0]
+			name := path
+			total := int64(-1)
+			if path == "-" {
+				name = "stdin"
+			} else if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+				total = st.Size()
+			}
+			m := a.newMeter("import", total)
+			in, err := formats.Open(ctx, path, formats.InputOptions{Format: f, OnRead: m.add})
+			if err != nil {
+				m.abort()
+				if errors.Is(err, fs.ErrNotExist) {
+					return &cmdError{exitNotFound, name + ": no such file", err}
+				}
+				return about(name, err)
+			}
+			defer in.Close()
+			var rr array.RecordReader = in
+			if missing := missingFieldIDs(in.Schema()); len(missing) > 0 {
+				if !assign {
+					m.abort()
+					return &cmdError{exitFailure, fmt.Sprintf("%s: %d %s no Parquet field ID: %s (give --assign-field-ids to number them; SOP-PME-1 11.2)",
+						name, len(missing), plural(len(missing), "field has", "fields have"), listNames(missing, 16)), writer.ErrFieldID}
+				}
+				schema, err := writer.AssignFieldIDs(in.Schema())
+				if err != nil {
+					m.abort()
+					return about(name, err)
+				}
+				rr = &reschemed{RecordReader: in, schema: schema}
+			} else if _, err := writer.AssignFieldIDs(in.Schema()); err != nil {
+				m.abort()
+				return about(name, err)
+			}
+
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// A soft limit: the garbage collector works harder as the
+				// heap nears it, so that garbage does not double the
+				// resident set (GOGC=100 lets the heap grow to twice what
+				// is live). It never fails an allocation.
+				debug.SetMemoryLimit(importMemoryLimit(rgBytes))
+			}
+			_, statErr := os.Stat(dir)
+			st, err := blobs.CreateDir(dir)
+			if err != nil {
+				m.abort()
+				return storeErr(dir, err)
+			}
+			created := errors.Is(statErr, fs.ErrNotExist)
+			var prog writer.Progress
+			obj, err := writer.WriteRecords(ctx, st, rr,
+				writer.WithRowGroupRows(rgRows), writer.WithRowGroupBytes(rgBytes),
+				writer.WithParallelism(parallel), writer.WithCodec(c),
+				writer.WithProgress(func(p writer.Progress) { prog = p }))
+			if err != nil {
+				m.abort()
+				if created {
+					removeEmptyStore(dir)
+				}
+				return about(name, err)
+			}
+			if k == nil {
+				if k, err = ks.openRing(ctx, dir, ringCreate, a.stderr); err != nil {
+					m.abort()
+					st.Delete(ctx, obj.StorageID)
+					return err
+				}
+				defer k.Close()
+			}
+			if err := k.ring.Put(ctx, obj.StorageID, obj.DEK); err != nil {
+				m.abort()
+				// An object without its DEK is unreadable: remove it.
+				st.Delete(ctx, obj.StorageID)
+				return about(k.ring.Path(), err)
+			}
+			m.done("imported %d rows from %s (%s in, %s object)", prog.Rows, name, mb(m.n.Load()), mb(int64(obj.Size)))
+			res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String()}
+			if asJSON {
+				return printJSON(a.stdout, res)
+			}
+			fmt.Fprintf(a.stdout, "storage_id     %s\n", res.StorageID)
+			fmt.Fprintf(a.stdout, "size           %d bytes (Padmé target of the unpadded size)\n", res.Size)
+			fmt.Fprintf(a.stdout, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", res.UnpaddedSize)
+			fmt.Fprintf(a.stdout, "rows           %d\n", res.Rows)
+			fmt.Fprintf(a.stdout, "row groups     %d\n", res.RowGroups)
+			fmt.Fprintf(a.stdout, "key_ref        %s (opaque; resolves nothing)\n", res.KeyRef)
+			return nil
+		}),
+	}
+	addStoreFlag(cmd, &store)
+	addKeyFlags(cmd, &ks)
+	fl := cmd.Flags()
+	fl.StringVar(&format, "format", "", "input `format`: "+formatList(formats.All)+" (default: from the first bytes or the name)")
+	fl.BoolVar(&assign, "assign-field-ids", false, "assign the Parquet field IDs the input lacks (see above)")
+	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fl.Int64Var(&rgRows, "row-group-rows", importRowGroupRows, "most `rows` in a row group")
+	fl.Int64Var(&rgBytes, "row-group-bytes", importRowGroupBytes, "most `bytes` of Arrow buffers in a row group; memory is about twice this")
+	fl.StringVar(&codec, "codec", "zstd", "page `codec`: zstd, snappy or none")
+	fl.IntVar(&parallel, "parallel", 1, "row groups `n` encoded at once; memory grows to about n+1 row groups")
+	return cmd
+}
+
+func parseCodec(s string) (writer.Codec, error) {
+	switch s {
+	case "zstd":
+		return writer.Zstd, nil
+	case "snappy":
+		return writer.Snappy, nil
+	case "none", "uncompressed":
+		return writer.Uncompressed, nil
+	}
+	return 0, usagef("--codec %q: one of zstd, snappy, none", s)
+}
+
+func formatList(fs []formats.Format) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// listNames lists at most n names, then how many more.
+func listNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
+
+// missingFieldIDs returns the dotted paths of the fields of schema without
+// a Parquet field ID, by the rule of writer.AssignFieldIDs: no
+// "PARQUET:field_id", or the "-1" pqarrow reports for a column without one.
+// A list's element and a map's key and value are fields too.
+func missingFieldIDs(schema *arrow.Schema) []string {
+	var out []string
+	var walk func(prefix string, f arrow.Field)
+	walk = func(prefix string, f arrow.Field) {
+		path := f.Name
+		if prefix != "" {
+			path = prefix + "." + f.Name
+		}
+		v, ok := f.Metadata.GetValue(writer.FieldIDKey)
+		if n, err := strconv.ParseInt(v, 10, 32); !ok || err != nil || n < 0 {
+			if !ok || v == "-1" {
+				out = append(out, path)
+			}
+		}
+		for _, c := range children(f.Type) {
+			walk(path, c)
+		}
+	}
+	for _, f := range schema.Fields() {
+		walk("", f)
+	}
+	return out
+}
+
+// children returns the fields nested in a type: a struct's fields, a list's
+// element, a map's key and value.
+func children(dt arrow.DataType) []arrow.Field {
+	switch t := dt.(type) {
+	case *arrow.MapType:
+		return []arrow.Field{t.KeyField(), t.ItemField()}
+	case arrow.ListLikeType:
+		return []arrow.Field{t.ElemField()}
+	case *arrow.StructType:
+		return t.Fields()
+	}
+	return nil
+}
+
+// reschemed gives each record of a reader another schema with the same
+// types: the input's schema with field IDs assigned.
+type reschemed struct {
+	array.RecordReader
+	schema *arrow.Schema
+	cur    arrow.RecordBatch
+}
+
+func (r *reschemed) Schema() *arrow.Schema { return r.schema }
+
+func (r *reschemed) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if !r.RecordReader.Next() {
+		return false
+	}
+	rec := r.RecordReader.RecordBatch()
+	r.cur = array.NewRecordBatch(r.schema, rec.Columns(), rec.NumRows())
+	return true
+}
+
+func (r *reschemed) RecordBatch() arrow.RecordBatch { return r.cur }
+func (r *reschemed) Record() arrow.RecordBatch      { return r.cur }
+
+func (r *reschemed) Release() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+}
+
+// removeEmptyStore removes a store that an import created and then failed
+// to write into: the directory, if it holds nothing but the store's marker
+// and lock files.
+func removeEmptyStore(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if n != "SOP-BLOB-STORE" && !strings.HasPrefix(n, ".lock") {
+			return
+		}
+	}
+	for _, e := range ents {
+		os.Remove(dir + string(os.PathSeparator) + e.Name())
+	}
+	os.Remove(dir)
+}

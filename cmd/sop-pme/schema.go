@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/writer"
+	"github.com/spf13/cobra"
+)
+
+// schemaField is a field of an object's schema, for --json.
+type schemaField struct {
+	Name     string        `json:"name"`
+	Type     string        `json:"type"`
+	Nullable bool          `json:"nullable"`
+	FieldID  *int64        `json:"field_id"`
+	Children []schemaField `json:"children,omitempty"`
+}
+
+func (a *app) schemaCmd() *cobra.Command {
+	var (
+		store  storeFlag
+		ks     keySource
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "schema ID",
+		Short: "Show an object's fields: names, types, nullability and field IDs, as a tree",
+		Long: `Schema shows the fields of the object ID as a tree: each field's name, type,
+whether it may be null, and its Parquet field ID (what export --fields and
+reader.WithFields take). A list's element and a map's key and value are fields
+of their own. The schema is in the encrypted footer: it needs the DEK, and it
+is read through verified ranges.
+
+` + keysHelp,
+		Args: exactArgs(1, "one storage_id"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := store.openReadOnly()
+			if err != nil {
+				return err
+			}
+			k, err := ks.openRing(ctx, store.dir, ringRead, a.stderr)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			r, err := reader.Open(ctx, st, id, k.ring)
+			if err != nil {
+				return about(id.String(), err)
+			}
+			tree := schemaTree(r.Schema().Fields())
+			if asJSON {
+				return printJSON(a.stdout, tree)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FIELD\tTYPE\tNULL\tFIELD_ID")
+			var draw func(fs []schemaField, indent string)
+			draw = func(fs []schemaField, indent string) {
+				for i, f := range fs {
+					branch, next := "├─ ", "│  "
+					if i == len(fs)-1 {
+						branch, next = "└─ ", "   "
+					}
+					if indent == "" && len(fs) > 0 {
+						branch, next = "", ""
+					}
+					fid := "-"
+					if f.FieldID != nil {
+						fid = strconv.FormatInt(*f.FieldID, 10)
+					}
+					null := "not null"
+					if f.Nullable {
+						null = "null"
+					}
+					fmt.Fprintf(tw, "%s%s%s\t%s\t%s\t%s\n", indent, branch, f.Name, f.Type, null, fid)
+					draw(f.Children, indent+next+" ")
+				}
+			}
+			draw(tree, "")
+			return tw.Flush()
+		}),
+	}
+	addStoreFlag(cmd, &store)
+	addKeyFlags(cmd, &ks)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tree as JSON")
+	return cmd
+}
+
+// schemaTree describes fields and the fields nested in them.
+func schemaTree(fields []arrow.Field) []schemaField {
+	out := make([]schemaField, len(fields))
+	for i, f := range fields {
+		sf := schemaField{Name: f.Name, Type: typeName(f.Type), Nullable: f.Nullable}
+		if v, ok := f.Metadata.GetValue(writer.FieldIDKey); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				sf.FieldID = &n
+			}
+		}
+		sf.Children = schemaTree(children(f.Type))
+		out[i] = sf
+	}
+	return out
+}
+
+// typeName is a type's name, without its children for a nested type (the
+// tree shows them).
+func typeName(dt arrow.DataType) string {
+	switch dt.(type) {
+	case *arrow.MapType:
+		return "map"
+	case *arrow.StructType:
+		return "struct"
+	case *arrow.ListType:
+		return "list"
+	case *arrow.LargeListType:
+		return "large_list"
+	case *arrow.FixedSizeListType:
+		return "fixed_size_list"
+	}
+	return dt.String()
+}
