@@ -46,9 +46,9 @@ type plainView struct {
 	budget *budget             // the scan's decoding budget (nil outside a scan)
 
 	mu       sync.Mutex
-	plainLen map[int64]int64  // chunk offset → plaintext length, once opened
+	plainLen map[int64]int64 // chunk offset → plaintext length, once opened
 	current  *rowGroupPlain  // the row group arrow-go decodes, opened ahead
-	cache    pme.Span         // the chunk held in plain, for reads of part of a chunk
+	cache    pme.Span        // the chunk held in plain, for reads of part of a chunk
 	plain    []byte
 	pos      int64
 	err      error // the first error the view returned
