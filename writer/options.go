@@ -103,10 +103,11 @@ func WithRowGroupRows(n int64) Option {
 
 // WithRowGroupBytes sets the size in bytes at which a row group is closed
 // even if it has fewer rows than the row limit (default
-// DefaultRowGroupBytes). The size is that of the rows' Arrow buffers (for
-// a sliced record, its share of its parent's), which bounds what they
-// encode to. It bounds the writer's memory: (WithParallelism + 1) row
-// groups are held at most, each as its records and its encoded plaintext.
+// DefaultRowGroupBytes). The size is the capacity of the rows' Arrow
+// buffers (for a sliced record, its share of its parent's), which bounds
+// what they encode to. It bounds the writer's memory: (WithParallelism + 1)
+// row groups are held at most, one being gathered and the others handed to
+// the encoders, each as its records and then its encoded plaintext.
 func WithRowGroupBytes(n int64) Option {
 	return func(cfg *config) error {
 		if n <= 0 {

@@ -20,15 +20,15 @@ import (
 // is sealed). One goroutine takes the encoded files in row-group order and
 // hands them to the pme.Sealer, which seals their pages into the object's
 // data region and drops everything else, then clears the plaintext. At most
-// par row groups encode at once, and at most par+1 are held (encoding,
-// encoded and waiting, or being sealed), so the writer's memory stays
-// within about (par+1) row groups.
+// par row groups are handed over at once (encoding, encoded and waiting, or
+// being sealed), and the Writer gathers one more, so the writer's memory
+// stays within about (par+1) row groups.
 type pipeline struct {
 	schema *arrow.Schema
 	cfg    config
 	sealer *pme.Sealer
 
-	slots   chan struct{} // row groups held: par+1
+	slots   chan struct{} // row groups handed over and not sealed: par
 	workers chan struct{} // row groups encoding: par
 	order   chan *job     // row groups in order, to the sealing goroutine
 	done    chan struct{}
@@ -54,9 +54,9 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func newPipeline(schema *arrow.Schema, cfg config, sealer *pme.Sealer) *pipeline {
 	p := &pipeline{
 		schema: schema, cfg: cfg, sealer: sealer,
-		slots:   make(chan struct{}, cfg.parallelism+1),
+		slots:   make(chan struct{}, cfg.parallelism),
 		workers: make(chan struct{}, cfg.parallelism),
-		order:   make(chan *job, cfg.parallelism+1),
+		order:   make(chan *job, cfg.parallelism),
 		done:    make(chan struct{}),
 	}
 	go p.seal()
@@ -78,8 +78,8 @@ func (p *pipeline) fail(err error) {
 }
 
 // submit starts encoding a row group of recs, which it releases when done.
-// It blocks while par+1 row groups are held. It returns the pipeline's
-// first error, if any.
+// It blocks while par row groups are handed over and not sealed. It returns
+// the pipeline's first error, if any.
 func (p *pipeline) submit(recs []arrow.RecordBatch, rows, size int64) error {
 	if err := p.failed(); err != nil {
 		release(recs)
@@ -109,7 +109,9 @@ func release(recs []arrow.RecordBatch) {
 // holds them in one row group.
 func (p *pipeline) encode(j *job) (*bytes.Buffer, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Grow(int(min(j.bytes, 1<<30)) + 64<<10)
+	// The encoded row group is usually much smaller than its Arrow
+	// buffers: start at a quarter of them and let the buffer grow.
+	buf.Grow(int(min(j.bytes/4, 256<<20)) + 64<<10)
 	fw, err := pqarrow.NewFileWriter(p.schema, nopCloser{buf}, p.cfg.parquetProps(p.encodingChoices(j.recs)...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return buf, fmt.Errorf("%w: %w", ErrEncode, err)

@@ -232,15 +232,16 @@ func (w *Writer) report() {
 	}
 }
 
-// recordBytes returns the size of a record's Arrow buffers (a slice counts
-// its parent's buffers: an estimate).
+// recordBytes returns the memory a record's Arrow buffers hold: their
+// capacity, slack included (a slice counts its parent's buffers, which it
+// keeps alive).
 func recordBytes(rec arrow.RecordBatch) int64 {
 	var n int64
 	var add func(d arrow.ArrayData)
 	add = func(d arrow.ArrayData) {
 		for _, b := range d.Buffers() {
 			if b != nil {
-				n += int64(b.Len())
+				n += int64(b.Cap())
 			}
 		}
 		for _, c := range d.Children() {
