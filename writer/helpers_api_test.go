@@ -167,3 +167,34 @@ func TestWriteRecordsAndProgress(t *testing.T) {
 		t.Fatalf("WriteRecords(nil) = %v, want ErrOption", err)
 	}
 }
+
+// TestCompressionLevel: a higher zstd level gives a smaller object of the
+// same rows, and a level outside 1..22 is refused.
+func TestCompressionLevel(t *testing.T) {
+	ctx := context.Background()
+	schema, rec := testTable(t, 20000, "")
+	defer rec.Release()
+	size := func(level int) uint64 {
+		w, err := writer.New(memstore.New(), schema, writer.WithCompressionLevel(level), writer.WithDictionary(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := w.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.UnpaddedSize
+	}
+	fast, small := size(1), size(19)
+	if small >= fast {
+		t.Fatalf("level 19 gives %d bytes, level 1 %d", small, fast)
+	}
+	for _, l := range []int{0, 23, -1} {
+		if _, err := writer.New(memstore.New(), schema, writer.WithCompressionLevel(l)); !errors.Is(err, writer.ErrOption) {
+			t.Errorf("level %d: %v, want ErrOption", l, err)
+		}
+	}
+}

@@ -43,7 +43,7 @@ const (
 
 // Defaults of the options.
 const (
-	DefaultRowGroupRows  = 1 << 20
+	DefaultRowGroupRows  = 122_880 // DuckDB's: row groups encode, and read, in parallel
 	DefaultRowGroupBytes = 128 << 20
 	DefaultDataPageSize  = 1 << 20
 )
@@ -59,6 +59,7 @@ type config struct {
 	keyValues     [][2]string
 	progress      func(Progress)
 	parallelism   int
+	level         int // zstd level; 0: the codec's default
 }
 
 func defaultConfig() config {
@@ -90,7 +91,9 @@ func WithCodec(c Codec) Option {
 }
 
 // WithRowGroupRows sets the most rows a row group holds (default
-// DefaultRowGroupRows). The writer buffers one row group in memory.
+// DefaultRowGroupRows, DuckDB's default). Row groups are the unit of
+// parallel encoding, of a scan's read-ahead, and of DuckDB's parallelism
+// over an object (package sql).
 func WithRowGroupRows(n int64) Option {
 	return func(cfg *config) error {
 		if n <= 0 {
@@ -224,6 +227,19 @@ func WithParallelism(n int) Option {
 			return fmt.Errorf("%w: parallelism %d", ErrOption, n)
 		}
 		cfg.parallelism = n
+		return nil
+	}
+}
+
+// WithCompressionLevel sets the zstd level (1 to 22, as the zstd command
+// line numbers them; default 3, which DuckDB uses too). Higher levels make
+// smaller objects, more slowly. It applies to WithCodec(Zstd) only.
+func WithCompressionLevel(level int) Option {
+	return func(cfg *config) error {
+		if level < 1 || level > 22 {
+			return fmt.Errorf("%w: zstd level %d", ErrOption, level)
+		}
+		cfg.level = level
 		return nil
 	}
 }

@@ -133,7 +133,7 @@ func (cfg config) parquetProps(extra ...parquet.WriterProperty) *parquet.WriterP
 	if cfg.pageVersion == DataPageV2 {
 		version = parquet.DataPageV2
 	}
-	return parquet.NewWriterProperties(append([]parquet.WriterProperty{
+	props := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(cfg.rowGroupRows),
 		parquet.WithDataPageSize(cfg.dataPageSize),
@@ -143,7 +143,11 @@ func (cfg config) parquetProps(extra ...parquet.WriterProperty) *parquet.WriterP
 		// SOP-PME-1, as DuckDB, has no page index and no bloom filters.
 		parquet.WithPageIndexEnabled(false),
 		parquet.WithBloomFilterEnabled(false),
-	}, extra...)...)
+	}
+	if cfg.level != 0 && cfg.codec == Zstd {
+		props = append(props, parquet.WithCompressionLevel(cfg.level))
+	}
+	return parquet.NewWriterProperties(append(props, extra...)...)
 }
 
 // Write adds the rows of rec to the object. rec's schema must equal the
