@@ -31,15 +31,23 @@ func dictionaryChoices(recs []arrow.RecordBatch) []parquet.WriterProperty {
 	for _, r := range recs {
 		rows += r.NumRows()
 	}
+	if rows < dictMinRows {
+		return nil
+	}
 	var props []parquet.WriterProperty
-	for c, f := range recs[0].Schema().Fields() {
+	schema := recs[0].Schema()
+	for c := range schema.NumFields() {
 		pays, ok := dictionaryPays(recs, c, rows)
 		if ok && !pays {
-			props = append(props, parquet.WithDictionaryFor(f.Name, false))
+			props = append(props, parquet.WithDictionaryFor(schema.Field(c).Name, false))
 		}
 	}
 	return props
 }
+
+// dictMinRows is the least rows a row group needs for the choice to be
+// worth sampling: below it, whatever the encoding, the row group is small.
+const dictMinRows = 1024
 
 // dictionaryPays samples column c of recs, which hold rows rows. ok is
 // false for a column it does not sample.
@@ -86,7 +94,7 @@ func dictionaryPays(recs []arrow.RecordBatch, c int, rows int64) (pays, ok bool)
 		}
 		return nil
 	}
-	seen := make(map[any]int, dictSample)
+	seen := make(map[any]int, min(dictSample, rows))
 	sampled, bytes := 0, 0
 	for _, r := range recs {
 		arr := r.Column(c)
