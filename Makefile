@@ -41,11 +41,16 @@ sql:
 
 # The sop-pme command: a module of its own (cobra, progress bars, the KMS
 # drivers of gocloud.dev/secrets), tested end to end through its built
-# binary, and built without cgo.
+# binary, and built without cgo. Its sql command needs -tags duckdb (DuckDB,
+# cgo): the untagged run tests that the pure-Go build has none and links no
+# DuckDB; the tagged run builds sop-pme with DuckDB once and runs the SQL
+# tests through it (the others test the untagged binary, already run above).
 cli:
 	cd cmd/sop-pme && $(GO) vet ./...
 	cd cmd/sop-pme && $(GO) test -race -count=1 ./...
 	cd cmd/sop-pme && CGO_ENABLED=0 $(GO) build -o /dev/null .
+	cd cmd/sop-pme && $(GO) vet -tags duckdb ./...
+	cd cmd/sop-pme && $(GO) test -tags duckdb -count=1 -run '^TestSQL' ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -67,7 +67,7 @@ Install: ` + installHint,
 		return usagef("%s: %v (see %s -h)", c.CommandPath(), err, c.CommandPath())
 	})
 	root.AddCommand(a.importCmd(), a.exportCmd(), a.lsCmd(), a.schemaCmd(), a.inspectCmd(),
-		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd())
+		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd())
 	tmpl := root.UsageTemplate() + "\n" + exitCodesSummary + "\n"
 	root.SetUsageTemplate(tmpl)
 	for _, c := range root.Commands() {

@@ -120,7 +120,7 @@ func classify(err error, subject string) (int, string) {
 
 // prefix matches the package prefixes of the library's errors ("reader: ",
 // "verify: ", ...): the command prints its own, once.
-var prefix = regexp.MustCompile(`\b(reader|verify|blobs|keyring|pme|writer|storageid|padme|keyref|formats|parquet|arrow/ipc|arrow/csv): `)
+var prefix = regexp.MustCompile(`\b(reader|verify|blobs|keyring|pme|writer|storageid|padme|keyref|formats|parquet|arrow/ipc|arrow/csv|sopsql): `)
 
 // clean returns err's text on one line, without the library's package
 // prefixes and with any repeated segment ("x: x: y") said once.

@@ -21,7 +21,7 @@ func TestHelp(t *testing.T) {
 	e := newEnv(t)
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"import", "-h"}, {"export", "--help"}, {"ls", "-h"},
 		{"schema", "-h"}, {"inspect", "-h"}, {"verify", "-h"}, {"check", "-h"}, {"rm", "-h"}, {"keys", "rotate", "-h"},
-		{"demo", "-h"}, {"migrate", "-h"}} {
+		{"demo", "-h"}, {"migrate", "-h"}, {"sql", "-h"}} {
 		r := e.run(nil, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
 			t.Errorf("sop-pme %s: %s", strings.Join(args, " "), r)

@@ -8,6 +8,10 @@
 // custody is in keys.go: the KEK, or a KMS key through gocloud.dev/secrets,
 // never lives in the store directory, which is the untrusted side, and the
 // commands that only read never create a key, a keyring or a directory.
+//
+// The sql command (sqlcmd.go) runs DuckDB, a cgo dependency, only in a
+// build with the duckdb tag (sql.go); without the tag (sql_off.go) the
+// build is pure Go, and sql says how to get one with it.
 package main
 
 import (

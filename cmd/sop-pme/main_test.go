@@ -22,6 +22,10 @@ import (
 var (
 	sopBinary   string // go build .
 	crashBinary string // go build -tags sopcrash . (keys rotate dies on cue)
+	// sqlBinary is go build -tags duckdb ., built only by a test binary
+	// built with that tag (sqlBuildTags): it links DuckDB, which takes
+	// long enough to build once per test binary, not per test.
+	sqlBinary string
 )
 
 func TestMain(m *testing.M) {
@@ -31,7 +35,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	sopBinary, crashBinary = filepath.Join(dir, "sop-pme"), filepath.Join(dir, "sop-pme-crash")
-	for _, b := range []struct{ out, tags string }{{sopBinary, ""}, {crashBinary, "sopcrash"}} {
+	builds := []struct{ out, tags string }{{sopBinary, ""}, {crashBinary, "sopcrash"}}
+	if sqlBuildTags != "" {
+		sqlBinary = filepath.Join(dir, "sop-pme-sql")
+		builds = append(builds, struct{ out, tags string }{sqlBinary, sqlBuildTags})
+	}
+	for _, b := range builds {
 		cmd := exec.Command("go", "build", "-tags", b.tags, "-o", b.out, ".")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -55,6 +64,7 @@ type env struct {
 	vars  []string
 	bin   string
 	stdin io.Reader
+	dir   string // the working directory of the command ("": the test's)
 }
 
 func newEnv(t *testing.T) *env {
@@ -89,6 +99,7 @@ func (e *env) run(extra []string, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = e.stdin
+	cmd.Dir = e.dir
 	err := cmd.Run()
 	code := 0
 	var ee *exec.ExitError
@@ -153,7 +164,7 @@ func checkFailure(t *testing.T, r result, code int, want []string, args []string
 
 // pkgPrefix matches the package prefixes of the library's errors, which the
 // command's error lines must not repeat.
-var pkgPrefix = regexp.MustCompile(`(^|[^-\w/.])(reader|verify|keyring|blobs|pme|writer|formats): `)
+var pkgPrefix = regexp.MustCompile(`(^|[^-\w/.])(reader|verify|keyring|blobs|pme|writer|formats|sopsql): `)
 
 var storageIDLine = regexp.MustCompile(`storage_id\s+([0-9a-f]{64})`)
 

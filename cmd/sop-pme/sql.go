@@ -1,0 +1,137 @@
+//go:build duckdb
+
+package main
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/duckdb/duckdb-go/v2"
+	sopsql "github.com/sovm/sop-pme/sql"
+	"github.com/spf13/cobra"
+)
+
+// sqlBuilt says whether this build has the sql command: this one, built
+// with the duckdb tag, links DuckDB (cgo) through the sql module.
+const sqlBuilt = true
+
+// sqlDSN is the DuckDB database a query runs in: in memory, with no
+// temporary directory, so that DuckDB never spills decrypted rows to disk
+// (a query that outgrows its memory limit fails instead), and without
+// installing extensions, which would write under the home directory.
+const sqlDSN = "?temp_directory=&autoinstall_known_extensions=false"
+
+// sqlTableRows is how many rows a table shows on a terminal, as the DuckDB
+// shell does.
+const sqlTableRows = 40
+
+// runSQL runs the statements of args[0] over the store's objects and
+// prints the result of the last one.
+func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
+	name, err := f.formatName()
+	if err != nil {
+		return err
+	}
+	format, err := sopsql.ParseFormat(name)
+	if err != nil {
+		return usagef("--format %q: one of table, csv, json", name)
+	}
+	views, err := f.parseViews()
+	if err != nil {
+		return err
+	}
+	query := args[0]
+	if strings.TrimSpace(query) == "" {
+		return usagef("the query is empty")
+	}
+	p := sopsql.Printer{Format: format, MaxRows: f.maxRows, MaxWidth: f.maxWidth}
+	if p.MaxRows < 0 {
+		p.MaxRows = 0
+		if a.stdoutTTY {
+			p.MaxRows = sqlTableRows
+		}
+	}
+	if p.MaxWidth < 0 {
+		return usagef("--max-width %d: want 0 or more", p.MaxWidth)
+	}
+
+	ctx := cmd.Context()
+	st, err := f.store.openReadOnly()
+	if err != nil {
+		return err
+	}
+	k, err := f.ks.openRing(ctx, f.store.dir, ringRead, a.stderr)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	db, err := sopsql.Open(ctx, st, k.ring, sopsql.WithDSN(sqlDSN))
+	if err != nil {
+		return sqlFailure(ctx, err)
+	}
+	defer db.Close()
+	for _, v := range views {
+		// DuckDB binds a view's query when it creates the view, to learn
+		// its columns: sop_scan opens the object and verifies its footer
+		// then. Its errors are tracked as a query's are.
+		vctx, wrap := sopsql.TrackErrors(ctx)
+		if err := db.CreateView(vctx, v.name, v.id); err != nil {
+			return sqlFailure(ctx, wrap(err))
+		}
+	}
+	// DB.Query tracks the errors of sop_scan and sop_verify, so that a
+	// verification failure inside DuckDB still matches verify.ErrVerify;
+	// it returns no row when the query fails.
+	res, err := db.Query(ctx, query)
+	if err != nil {
+		return sqlFailure(ctx, err)
+	}
+	return p.Print(a.stdout, res)
+}
+
+// storageIDText finds a storage_id in an error's text.
+var storageIDText = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+
+// sqlFailure turns a failed query into the command's error: the error of
+// sop_scan or sop_verify if one of them failed (a verification failure, a
+// missing object, a missing DEK: their exit codes, about the storage_id
+// concerned), a usage error for a query DuckDB cannot parse or bind, and
+// DuckDB's message on one line otherwise.
+func sqlFailure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var qe *sopsql.QueryError
+	if !errors.As(err, &qe) {
+		return err
+	}
+	if len(qe.Cause) == 0 {
+		var de *duckdb.Error
+		if errors.As(qe.Err, &de) {
+			switch de.Type {
+			case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax, duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog,
+				duckdb.ErrorTypeParameterNotResolved:
+				return usagef("%s", oneLine(de.Msg))
+			}
+		}
+		return errors.New(oneLine(qe.Err.Error()))
+	}
+	cause := qe.Cause[0]
+	if errors.Is(err, sopsql.ErrArgument) {
+		return usagef("%s", clean(cause))
+	}
+	if code, _ := classify(err, ""); code == exitFailure {
+		// Not one of the failures with an exit code of their own: the
+		// function's error, which names the object.
+		return errors.New(clean(cause))
+	}
+	if id := storageIDText.FindString(cause.Error()); id != "" {
+		return about(id, err)
+	}
+	return err
+}
+
+// oneLine returns s on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,71 @@
+//go:build !duckdb
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// sqlBuildTags is empty: a test binary built without the duckdb tag tests
+// the sop-pme built without it, whose sql command only says how to get one.
+const sqlBuildTags = ""
+
+// TestSQLNotBuilt: a build without the duckdb tag has the sql command, which
+// exits 1 with one line saying how to build one with SQL, whatever its
+// command line; its help says so too.
+func TestSQLNotBuilt(t *testing.T) {
+	e := newEnv(t)
+	want := "sop-pme: this build has no SQL; build with: go install -tags duckdb -C cmd/sop-pme .\n"
+	for _, args := range [][]string{
+		{"sql", "SELECT 1"},
+		{"sql"},
+		{"sql", "SELECT 1", "SELECT 2"},
+		{"sql", "--csv", "--json", "SELECT 1"},
+		{"sql", "--frob", "SELECT 1"},
+		{"sql", "--view", "orders=not-an-id", "SELECT 1"},
+		{"sql", "--store", "/nonexistent/store", "SELECT 1"},
+	} {
+		r := e.run(nil, args...)
+		if r.code != exitFailure || r.stderr != want || r.stdout != "" {
+			t.Errorf("sop-pme %s: want exit 1 and %q\n%s", strings.Join(args, " "), want, r)
+		}
+	}
+	if r := e.run(nil, "sql", "-h"); r.code != 0 || !strings.Contains(r.stdout, "go install -tags duckdb -C cmd/sop-pme .") {
+		t.Errorf("sop-pme sql -h does not say how to build with SQL:\n%s", r)
+	}
+	if r := e.run(nil, "-h"); r.code != 0 || !strings.Contains(r.stdout, "(not in this build)") {
+		t.Errorf("sop-pme -h does not say that sql is not in this build:\n%s", r)
+	}
+}
+
+// TestSQLNotBuiltLinksNoDuckDB: the build without the duckdb tag, pure Go,
+// depends on no DuckDB package and not on the sql module; the build with
+// the tag does (so that the check can fail).
+func TestSQLNotBuiltLinksNoDuckDB(t *testing.T) {
+	deps := func(env []string, tags string) []string {
+		t.Helper()
+		cmd := exec.Command("go", "list", "-e", "-deps", "-tags", tags, ".")
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps -tags %q: %v", tags, err)
+		}
+		return strings.Fields(string(out))
+	}
+	duck := func(p string) bool {
+		return strings.Contains(p, "duckdb") || p == "github.com/sovm/sop-pme/sql"
+	}
+	if bad := slices.DeleteFunc(deps([]string{"CGO_ENABLED=0"}, ""), func(p string) bool { return !duck(p) }); len(bad) > 0 {
+		t.Errorf("the build without the duckdb tag depends on %v", bad)
+	}
+	tagged := deps(nil, "duckdb")
+	for _, want := range []string{"github.com/sovm/sop-pme/sql", "github.com/duckdb/duckdb-go/v2"} {
+		if !slices.Contains(tagged, want) {
+			t.Errorf("the build with the duckdb tag does not depend on %s", want)
+		}
+	}
+}
