@@ -276,6 +276,9 @@ func scanStore(path string, firstObject bool) (objects, others bool, err error) 
 					return true, others, nil
 				}
 			case strings.HasPrefix(name, tempPrefix), strings.HasPrefix(name, objectLockPrefix):
+			case name == markerName:
+				// Another process's CreateDir marked the directory since
+				// this one looked: it is a store.
 			default:
 				others = true
 			}

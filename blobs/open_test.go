@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/sovm/sop-pme/blobs"
@@ -163,4 +164,29 @@ func TestReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFiles(t, path, id)
+}
+
+// TestCreateDirRace: processes (here goroutines, each with a Dir of its
+// own) that create the same new store at once all succeed. Before, one
+// could see the marker another had just written and refuse the directory
+// as "neither empty nor a store".
+func TestCreateDirRace(t *testing.T) {
+	for trial := range 50 {
+		dir := filepath.Join(t.TempDir(), "store")
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = blobs.CreateDir(dir)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("trial %d, creator %d: %v", trial, i, err)
+			}
+		}
+	}
 }
