@@ -89,8 +89,10 @@ func (d *DB) SQL() *sql.DB { return d.db }
 func (d *DB) Close() error { return d.db.Close() }
 
 // CreateView creates (or replaces) the view name, defined as SELECT * FROM
-// sop_scan('<id>'). Creating it reads nothing; each query over it opens and
-// verifies the object anew.
+// sop_scan('<id>'). DuckDB binds sop_scan when it creates the view, which
+// opens the object and verifies its footer (not its rows); each query over
+// the view opens and verifies the object anew. Run it under TrackErrors for
+// errors.Is to match the library's sentinels.
 func (d *DB) CreateView(ctx context.Context, name string, id storageid.ID) error {
 	q := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM %s('%s')", quoteIdent(name), ScanFunction, id)
 	if _, err := d.db.ExecContext(ctx, q); err != nil {

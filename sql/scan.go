@@ -66,8 +66,11 @@ func WithReaderOptions(opts ...reader.Option) Option {
 }
 
 // WithView makes Open create a view name, defined as SELECT * FROM
-// sop_scan('<id>'). A view reads nothing until a query uses it; each query
-// opens and verifies the object anew.
+// sop_scan('<id>'). DuckDB binds sop_scan when Open creates the view, which
+// opens the object and verifies its footer (not its rows); each query over
+// the view opens and verifies the object anew. An error creating the view
+// crosses DuckDB as text; use DB.CreateView under TrackErrors where the
+// error must match the library's sentinels.
 func WithView(name string, id storageid.ID) Option {
 	return func(c *config) error {
 		if name == "" {
