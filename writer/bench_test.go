@@ -118,9 +118,10 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 // BenchmarkWriteLarge writes an object of about 1 GiB (set SOP_PME_BENCH_MB
-// to change it) from a record written again and again, and reports the peak
-// Go heap, sampled every 10 ms, against the row-group buffer (the target:
-// under 2 × row-group buffer + 64 MiB): the heap in use (live and not yet
+// to change it) from a record written again and again, in row groups closed
+// by their 64 MiB byte limit, and reports the peak Go heap, sampled every
+// 10 ms, against the writer's bound, (WithParallelism + 1) row groups + 64
+// MiB: the heap in use (live and not yet
 // collected) and the live heap as of the last GC. The input record itself
 // (about 25 MiB) is part of both. Run it alone, with
 // -benchtime 1x, under /usr/bin/time -v to see the peak RSS.
@@ -164,7 +165,7 @@ func BenchmarkWriteLarge(b *testing.B) {
 				}
 			}
 		}()
-		w, err := writer.New(st, schema, writer.WithCodec(writer.Uncompressed), writer.WithRowGroupBytes(rgBytes))
+		w, err := writer.New(st, schema, writer.WithCodec(writer.Uncompressed), writer.WithRowGroupBytes(rgBytes), writer.WithRowGroupRows(1<<30))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -184,6 +185,7 @@ func BenchmarkWriteLarge(b *testing.B) {
 		b.ReportMetric(float64(obj.Size)/(1<<20), "object-MiB")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-inuse-MiB")
 		b.ReportMetric(float64(peakLive.Load())/(1<<20), "peak-heap-live-MiB")
-		b.ReportMetric(float64(2*rgBytes+64<<20)/(1<<20), "heap-target-MiB")
+		par := runtime.GOMAXPROCS(0) // WithParallelism's default
+		b.ReportMetric(float64(int64(par+1)*rgBytes+64<<20)/(1<<20), "heap-target-MiB")
 	}
 }

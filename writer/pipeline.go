@@ -1,7 +1,6 @@
 package writer
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -45,11 +44,9 @@ type job struct {
 	rows  int64
 	bytes int64 // Arrow bytes of recs, about
 	done  chan struct{}
-	file  *bytes.Buffer
+	file  *segments
 	err   error
 }
-
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func newPipeline(schema *arrow.Schema, cfg config, sealer *pme.Sealer) *pipeline {
 	p := &pipeline{
@@ -107,12 +104,9 @@ func release(recs []arrow.RecordBatch) {
 
 // encode writes the row group's records as a plaintext Parquet file that
 // holds them in one row group.
-func (p *pipeline) encode(j *job) (*bytes.Buffer, error) {
-	buf := bufPool.Get().(*bytes.Buffer)
-	// The encoded row group is usually much smaller than its Arrow
-	// buffers: start at a quarter of them and let the buffer grow.
-	buf.Grow(int(min(j.bytes/4, 256<<20)) + 64<<10)
-	fw, err := pqarrow.NewFileWriter(p.schema, nopCloser{buf}, p.cfg.parquetProps(p.encodingChoices(j.recs)...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+func (p *pipeline) encode(j *job) (*segments, error) {
+	buf := new(segments)
+	fw, err := pqarrow.NewFileWriter(p.schema, buf, p.cfg.parquetProps(p.encodingChoices(j.recs)...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return buf, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
@@ -145,13 +139,10 @@ func (p *pipeline) seal() {
 		<-j.done
 		err := j.err
 		if err == nil && p.failed() == nil {
-			b := j.file.Bytes()
-			err = p.sealer.AddFile(bytes.NewReader(b), int64(len(b)))
+			err = p.sealer.AddFile(j.file, j.file.Len())
 		}
 		if j.file != nil {
-			clear(j.file.Bytes()) // plaintext does not outlive its sealing
-			j.file.Reset()
-			bufPool.Put(j.file)
+			j.file.reset() // plaintext does not outlive its sealing
 			j.file = nil
 		}
 		if err != nil {
@@ -177,7 +168,3 @@ func (p *pipeline) abort(err error) {
 	p.fail(err)
 	p.finish()
 }
-
-type nopCloser struct{ *bytes.Buffer }
-
-func (nopCloser) Close() error { return nil }
