@@ -59,6 +59,7 @@ type config struct {
 	keyValues     [][2]string
 	progress      func(Progress)
 	parallelism   int
+	assignIDs     bool // SealFile only: WithAssignFieldIDs
 }
 
 func defaultConfig() config {
