@@ -31,16 +31,20 @@ var ErrPlaintextParquet = errors.New("pme: not a plaintext Parquet file this sea
 // neither, and the deprecated LZ4 codec (Hadoop framing) not by arrow-go.
 var ErrCodec = errors.New("pme: compression codec not readable by every SOP-PME-1 reader")
 
-// A ColumnError is a Sealer's refusal of one column chunk: Column names the
+// A ColumnError is a Sealer's refusal of one column chunk: RowGroup is the
+// index of its row group in the file AddFile was given, Column names the
 // column (its dotted path_in_schema), and Err, which it wraps, says why
 // (ErrCompressedV2, ErrCodec, ErrPlaintextParquet, ErrTooLarge, ...).
 type ColumnError struct {
-	Column string
-	Err    error
+	RowGroup int
+	Column   string
+	Err      error
 }
 
-// Error returns "column PATH: " and Err's text.
-func (e *ColumnError) Error() string { return "column " + e.Column + ": " + e.Err.Error() }
+// Error returns "row group N: column PATH: " and Err's text.
+func (e *ColumnError) Error() string {
+	return fmt.Sprintf("row group %d: column %s: %v", e.RowGroup, e.Column, e.Err)
+}
 
 // Unwrap returns Err, for errors.Is and errors.As.
 func (e *ColumnError) Unwrap() error { return e.Err }
@@ -251,7 +255,10 @@ func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
 		}
 		start := s.pos
 		plain, err := s.sealRowGroup(r, size, rg)
-		if err != nil {
+		if ce := (*ColumnError)(nil); errors.As(err, &ce) {
+			ce.RowGroup = i
+			return s.fail(err)
+		} else if err != nil {
 			return s.fail(fmt.Errorf("row group %d: %w", i, err))
 		}
 		s.numRows += n
