@@ -83,17 +83,18 @@ const maxPlainFooter = 256 << 20
 //
 //	"PARE" | module | module | ... | FileCryptoMetaData | footer module | u32 LE len | "PARE"
 //
-// Each file added (AddFile) contributes its row groups, in order; the files
-// must share one schema. Every page header and every page body becomes a
-// module of its own, sealed under the DEK with a fresh nonce and the empty
-// AAD. Page header bytes are sealed unchanged: their compressed_page_size
-// is the plaintext body length, which is what DuckDB expects. In the footer
-// Close returns, every offset points at the length prefix of a page's
-// header module; total_compressed_size counts module bytes;
-// total_uncompressed_size counts header modules and uncompressed pages (as
-// DuckDB writes it); RowGroup.ordinal numbers the row groups; page indexes,
-// bloom filters and column crypto metadata are dropped, and so is anything
-// else in a file that no column chunk's pages reference.
+// Each file added (AddFile) contributes its row groups, in order, but for
+// those without rows, which are left out; the files must share one schema.
+// Every page header and every page body becomes a module of its own, sealed
+// under the DEK with a fresh nonce and the empty AAD. Page header bytes are
+// sealed unchanged: their compressed_page_size is the plaintext body length,
+// which is what DuckDB expects. In the footer Close returns, every offset
+// points at the length prefix of a page's header module;
+// total_compressed_size counts module bytes; total_uncompressed_size counts
+// header modules and uncompressed pages (as DuckDB writes it);
+// RowGroup.ordinal numbers the row groups; page indexes, bloom filters and
+// column crypto metadata are dropped, and so is anything else in a file that
+// no column chunk's pages reference.
 //
 // The writer encodes row groups into files of their own, in parallel, and
 // seals them here in order; the command line seals existing Parquet files
@@ -252,6 +253,11 @@ func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
 		n, err := rg.I64(rgNumRows)
 		if err != nil || n < 0 {
 			return s.fail(fmt.Errorf("%w: row group %d: num_rows", ErrPlaintextParquet, i))
+		}
+		if n == 0 {
+			// A row group without rows has nothing to read (arrow-go writes
+			// one, of empty chunks, for an empty table): it is left out.
+			continue
 		}
 		start := s.pos
 		plain, err := s.sealRowGroup(r, size, rg)

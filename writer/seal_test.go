@@ -692,3 +692,27 @@ func TestSealFileMemory(t *testing.T) {
 		t.Errorf("peak heap grew by %.1f MiB sealing a %.1f MiB file; want at most %.0f MiB", growth/(1<<20), float64(fi.Size())/(1<<20), limit/(1<<20))
 	}
 }
+
+// TestSealFileEmpty: a file of an empty table (arrow-go writes one row
+// group of empty column chunks) seals into a conformant object without
+// rows, with the file's schema.
+func TestSealFileEmpty(t *testing.T) {
+	schema, rec := testTable(t, 10, "")
+	defer rec.Release()
+	empty := rec.NewSlice(0, 0)
+	defer empty.Release()
+	plain := plainParquet(t, empty)
+	if plainMeta(t, plain).NumRowGroups() != 1 {
+		t.Fatal("arrow-go wrote no row group for the empty table: the test proves nothing")
+	}
+	st := memstore.New()
+	obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, tbl := readSealed(t, st, obj)
+	defer tbl.Release()
+	if tbl.NumRows() != 0 || ids(s) != ids(schema) {
+		t.Errorf("%d rows, schema %s; want 0 rows and %s", tbl.NumRows(), ids(s), ids(schema))
+	}
+}
