@@ -19,6 +19,9 @@
 // to 4 GiB, an object whose padding would be longer is refused with
 // ErrPadding, never published short of its target.
 //
+// SealFile makes an object of an existing plaintext Parquet file instead,
+// byte for byte: its pages are sealed as they are, through the same steps.
+//
 // A Writer is not safe for concurrent use.
 package writer
 
