@@ -41,7 +41,7 @@ type DEK struct {
 }
 
 type dekState struct {
-	key    *[]byte // a pointer, so that fmt never prints the bytes
+	key    *[]byte     // a pointer, so that fmt never prints the bytes
 	aead   cipher.AEAD // nonce ‖ ciphertext ‖ tag, nonce from crypto/rand
 	sealed atomic.Uint64
 }

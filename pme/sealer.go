@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/sovm/sop-pme/internal/thrift"
@@ -23,8 +24,38 @@ var ErrCompressedV2 = errors.New("pme: compressed DATA_PAGE_V2 pages are not rea
 // column chunk in another file, or a footer it cannot decode.
 var ErrPlaintextParquet = errors.New("pme: not a plaintext Parquet file this sealer takes")
 
+// ErrCodec reports a column chunk compressed with a codec that the readers
+// of SOP-PME-1 objects cannot be relied on to decompress: DuckDB 1.5.6 and
+// this library's reader (arrow-go) both read UNCOMPRESSED, SNAPPY, GZIP,
+// BROTLI, ZSTD and LZ4_RAW, and a Sealer takes those only. LZO is read by
+// neither, and the deprecated LZ4 codec (Hadoop framing) not by arrow-go.
+var ErrCodec = errors.New("pme: compression codec not readable by every SOP-PME-1 reader")
+
+// A ColumnError is a Sealer's refusal of one column chunk: RowGroup is the
+// index of its row group in the file AddFile was given, Column names the
+// column (its dotted path_in_schema), and Err, which it wraps, says why
+// (ErrCompressedV2, ErrCodec, ErrPlaintextParquet, ErrTooLarge, ...).
+type ColumnError struct {
+	RowGroup int
+	Column   string
+	Err      error
+}
+
+// Error returns "row group N: column PATH: " and Err's text.
+func (e *ColumnError) Error() string {
+	return fmt.Sprintf("row group %d: column %s: %v", e.RowGroup, e.Column, e.Err)
+}
+
+// Unwrap returns Err, for errors.Is and errors.As.
+func (e *ColumnError) Unwrap() error { return e.Err }
+
+// The compression codecs (parquet.thrift CompressionCodec) a Sealer takes:
+// those DuckDB 1.5.6 and arrow-go both decompress.
+var sealableCodecs = map[int32]string{0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 4: "BROTLI", 6: "ZSTD", 7: "LZ4_RAW"}
+
 // More field IDs of parquet.thrift that a Sealer reads.
 const (
+	fmdVersion = 1
 	fmdNumRows = 3
 
 	cmdPathInSchema = 3
@@ -52,17 +83,18 @@ const maxPlainFooter = 256 << 20
 //
 //	"PARE" | module | module | ... | FileCryptoMetaData | footer module | u32 LE len | "PARE"
 //
-// Each file added (AddFile) contributes its row groups, in order; the files
-// must share one schema. Every page header and every page body becomes a
-// module of its own, sealed under the DEK with a fresh nonce and the empty
-// AAD. Page header bytes are sealed unchanged: their compressed_page_size
-// is the plaintext body length, which is what DuckDB expects. In the footer
-// Close returns, every offset points at the length prefix of a page's
-// header module; total_compressed_size counts module bytes;
-// total_uncompressed_size counts header modules and uncompressed pages (as
-// DuckDB writes it); RowGroup.ordinal numbers the row groups; page indexes,
-// bloom filters and column crypto metadata are dropped, and so is anything
-// else in a file that no column chunk's pages reference.
+// Each file added (AddFile) contributes its row groups, in order, but for
+// those without rows, which are left out; the files must share one schema.
+// Every page header and every page body becomes a module of its own, sealed
+// under the DEK with a fresh nonce and the empty AAD. Page header bytes are
+// sealed unchanged: their compressed_page_size is the plaintext body length,
+// which is what DuckDB expects. In the footer Close returns, every offset
+// points at the length prefix of a page's header module;
+// total_compressed_size counts module bytes; total_uncompressed_size counts
+// header modules and uncompressed pages (as DuckDB writes it);
+// RowGroup.ordinal numbers the row groups; page indexes, bloom filters and
+// column crypto metadata are dropped, and so is anything else in a file that
+// no column chunk's pages reference.
 //
 // The writer encodes row groups into files of their own, in parallel, and
 // seals them here in order; the command line seals existing Parquet files
@@ -79,7 +111,18 @@ type Sealer struct {
 	hdr     []byte // plaintext page header window
 	body    []byte // plaintext page body
 	sealed  []byte
+	onRG    func(SealedRowGroup) error
 	err     error
+}
+
+// SealedRowGroup describes a row group a Sealer has just sealed, for
+// progress reports.
+type SealedRowGroup struct {
+	// Rows is the row group's num_rows, as the file's footer states it.
+	Rows int64
+	// PlainBytes is the size of its column chunks in the plaintext file;
+	// SealedBytes that of their modules in the object.
+	PlainBytes, SealedBytes int64
 }
 
 // NewSealer returns a Sealer that writes the object's bytes to out, sealing
@@ -87,6 +130,10 @@ type Sealer struct {
 func NewSealer(out io.Writer, dek DEK) *Sealer {
 	return &Sealer{dek: dek, out: out}
 }
+
+// OnRowGroup makes the Sealer call fn after each row group it seals. An
+// error from fn stops the Sealer: AddFile returns it, and it is sticky.
+func (s *Sealer) OnRowGroup(fn func(SealedRowGroup) error) { s.onRG = fn }
 
 // Offset returns the number of object bytes written so far.
 func (s *Sealer) Offset() int64 { return s.pos }
@@ -111,6 +158,20 @@ func (s *Sealer) start() error {
 		return s.emit(magicPARE[:])
 	}
 	return nil
+}
+
+// ReadPlainFooter reads and decodes the footer of the plaintext Parquet file
+// r of size bytes, as AddFile does: the file must have the "PAR1" magic at
+// both ends and a footer of at most 256 MiB, without encryption fields. The
+// error wraps ErrPlaintextParquet. The Footer can be read (Fields) and
+// edited (SetFieldIDs), for a caller that decides about the file before it
+// seals it.
+func ReadPlainFooter(r io.ReaderAt, size int64) (*Footer, error) {
+	meta, err := readFooter(r, size)
+	if err != nil {
+		return nil, err
+	}
+	return &Footer{meta: meta}, nil
 }
 
 // readFooter reads and decodes the footer of the plaintext Parquet file r
@@ -189,15 +250,30 @@ func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
 		return s.fail(fmt.Errorf("%w: more than %d row groups", ErrTooLarge, MaxRowGroups))
 	}
 	for i, rg := range rgs {
-		if err := s.sealRowGroup(r, size, rg); err != nil {
-			return s.fail(fmt.Errorf("row group %d: %w", i, err))
-		}
 		n, err := rg.I64(rgNumRows)
 		if err != nil || n < 0 {
 			return s.fail(fmt.Errorf("%w: row group %d: num_rows", ErrPlaintextParquet, i))
 		}
+		if n == 0 {
+			// A row group without rows has nothing to read (arrow-go writes
+			// one, of empty chunks, for an empty table): it is left out.
+			continue
+		}
+		start := s.pos
+		plain, err := s.sealRowGroup(r, size, rg)
+		if ce := (*ColumnError)(nil); errors.As(err, &ce) {
+			ce.RowGroup = i
+			return s.fail(err)
+		} else if err != nil {
+			return s.fail(fmt.Errorf("row group %d: %w", i, err))
+		}
 		s.numRows += n
 		s.rgs = append(s.rgs, thrift.StructValue(rg))
+		if s.onRG != nil {
+			if err := s.onRG(SealedRowGroup{Rows: n, PlainBytes: plain, SealedBytes: s.pos - start}); err != nil {
+				return s.fail(err)
+			}
+		}
 	}
 	return nil
 }
@@ -219,43 +295,44 @@ func keyValues(meta *thrift.Struct) []string {
 }
 
 // sealRowGroup seals the column chunks of rg from r, in column order, and
-// remaps rg to the object's layout.
-func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) error {
+// remaps rg to the object's layout. It returns the plaintext size of the
+// chunks.
+func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int64, error) {
 	cols, err := rg.List(rgColumns)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
+		return 0, fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
 	}
-	rgStart, rgLen := s.pos, int64(0)
+	rgStart, rgLen, plain := s.pos, int64(0), int64(0)
 	for j, v := range cols.Items {
 		cc := v.Struct
 		if cc == nil || cc.Field(ccFilePath) != nil {
-			return fmt.Errorf("%w: column %d: missing, or in another file", ErrPlaintextParquet, j)
+			return 0, fmt.Errorf("%w: column %d: missing, or in another file", ErrPlaintextParquet, j)
 		}
 		if cc.Field(ccCryptoMetadata) != nil || cc.Field(ccEncryptedColumnMD) != nil {
-			return fmt.Errorf("%w: column %d is encrypted", ErrPlaintextParquet, j)
+			return 0, fmt.Errorf("%w: column %d is encrypted", ErrPlaintextParquet, j)
 		}
 		md, err := cc.Struct(ccMetaData)
 		if err != nil {
-			return fmt.Errorf("%w: column %d: %w", ErrPlaintextParquet, j, err)
+			return 0, fmt.Errorf("%w: column %d: %w", ErrPlaintextParquet, j, err)
 		}
 		span, dict, err := plainSpan(md)
 		if err != nil || span.End() > size-8 {
-			return fmt.Errorf("%w: column %d: chunk [%d, %d) outside the file: %v", ErrPlaintextParquet, j, span.Off, span.End(), err)
+			return 0, fmt.Errorf("%w: column %d: chunk [%d, %d) outside the file: %v", ErrPlaintextParquet, j, span.Off, span.End(), err)
 		}
 		m, err := s.sealChunk(r, span, md)
 		if err != nil {
-			return fmt.Errorf("column %s: %w", columnPath(md, j), err)
+			return 0, &ColumnError{Column: columnPath(md, j), Err: err}
 		}
 		data, _ := md.I64(cmdDataPageOffset)
 		newData, ok := m.pages[data]
 		if !ok {
-			return fmt.Errorf("%w: column %s: data_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
+			return 0, fmt.Errorf("%w: column %s: data_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
 		}
 		md.Set(cmdDataPageOffset, thrift.I64(newData))
 		if dict > 0 {
 			newDict, ok := m.pages[dict]
 			if !ok {
-				return fmt.Errorf("%w: column %s: dictionary_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
+				return 0, fmt.Errorf("%w: column %s: dictionary_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
 			}
 			md.Set(cmdDictPageOffset, thrift.I64(newDict))
 		} else {
@@ -266,11 +343,12 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) erro
 		dropOutsideChunk(cc, md)
 		cc.Set(ccFileOffset, thrift.I64(0))
 		rgLen += m.obj.Len
+		plain += span.Len
 	}
 	rg.Set(rgFileOffset, thrift.I64(rgStart))
 	rg.Set(rgTotalCompressed, thrift.I64(rgLen))
 	rg.Set(rgOrdinal, thrift.I16(int16(len(s.rgs))))
-	return nil
+	return plain, nil
 }
 
 // columnPath names a column chunk for errors: its path_in_schema, or its
@@ -289,7 +367,13 @@ func columnPath(md *thrift.Struct, j int) string {
 // sealChunk seals the pages of the column chunk c of r, a header module and
 // a body module each, one page in memory at a time.
 func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap, error) {
-	codec, _ := md.I32(cmdCodec)
+	codec, err := md.I32(cmdCodec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: codec: %w", ErrPlaintextParquet, err)
+	}
+	if _, ok := sealableCodecs[codec]; !ok {
+		return nil, fmt.Errorf("%w: codec %s", ErrCodec, codecName(codec))
+	}
 	m := &chunkMap{plain: c, obj: Span{Off: s.pos}, pages: make(map[int64]int64)}
 	for off := c.Off; off < c.End(); {
 		hdr, n, err := s.pageHeader(r, off, c.End())
@@ -338,6 +422,20 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap,
 	}
 	m.obj.Len = s.pos - m.obj.Off
 	return m, nil
+}
+
+// codecName names a parquet.thrift CompressionCodec.
+func codecName(c int32) string {
+	switch c {
+	case 3:
+		return "LZO"
+	case 5:
+		return "LZ4 (deprecated, Hadoop framing)"
+	}
+	if n, ok := sealableCodecs[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("%d (unknown)", c)
 }
 
 // pageHeader reads and decodes the page header at off of r, which must end
@@ -397,4 +495,68 @@ func (f *Footer) AppendKeyValue(key string, value []byte) {
 		return
 	}
 	v.List.Items = append(v.List.Items, thrift.StructValue(kv))
+}
+
+// schemaElements returns the elements of the tree's FileMetaData.schema.
+func (f *Footer) schemaElements() ([]thrift.Value, error) {
+	f.edit()
+	v := f.meta.Field(fmdSchema)
+	if v == nil || v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct || len(v.List.Items) == 0 {
+		return nil, fmt.Errorf("%w: FileMetaData.schema missing or malformed", ErrFormat)
+	}
+	return v.List.Items, nil
+}
+
+// AppendSchema appends to dst the Thrift compact encoding of a FileMetaData
+// that holds the footer's version and schema, no rows and no row groups:
+// what a Parquet schema decoder needs, and nothing it would have to trust
+// beyond that. If tag is true, schema element i (0 is the root) carries
+// field_id i in place of its own, so that the fields a decoder derives from
+// the schema can be traced back to the elements they come from. Call Fields
+// first: it bounds the schema a decoder is given.
+func (f *Footer) AppendSchema(dst []byte, tag bool) ([]byte, error) {
+	elems, err := f.schemaElements()
+	if err != nil {
+		return nil, err
+	}
+	version := thrift.I32(1)
+	if v := f.meta.Field(fmdVersion); v != nil && v.Type == thrift.TypeI32 {
+		version = *v
+	}
+	if tag {
+		tagged := make([]thrift.Value, len(elems))
+		for i, e := range elems {
+			c := &thrift.Struct{Fields: slices.Clone(e.Struct.Fields)}
+			c.Set(seFieldID, thrift.I32(int32(i)))
+			tagged[i] = thrift.StructValue(c)
+		}
+		elems = tagged
+	}
+	md := thrift.NewStruct(
+		thrift.Field{ID: fmdVersion, Value: version},
+		thrift.Field{ID: fmdSchema, Value: thrift.ListOf(thrift.TypeStruct, elems...)},
+		thrift.Field{ID: fmdNumRows, Value: thrift.I64(0)},
+		thrift.Field{ID: fmdRowGroups, Value: thrift.ListOf(thrift.TypeStruct)},
+	)
+	return md.Append(dst), nil
+}
+
+// SetFieldIDs sets the field_id of schema elements (Section 11.2): ids maps
+// the index of an element in FileMetaData.schema (0 is the root) to its ID.
+// An index outside the schema is refused with ErrFormat, before any
+// element is changed.
+func (f *Footer) SetFieldIDs(ids map[int]int32) error {
+	elems, err := f.schemaElements()
+	if err != nil {
+		return err
+	}
+	for i := range ids {
+		if i < 0 || i >= len(elems) {
+			return fmt.Errorf("%w: no schema element %d of %d", ErrFormat, i, len(elems))
+		}
+	}
+	for i, id := range ids {
+		elems[i].Struct.Set(seFieldID, thrift.I32(id))
+	}
+	return nil
 }

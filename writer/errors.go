@@ -28,4 +28,13 @@ var (
 	ErrPadding = errors.New("writer: object does not reach its Padmé target")
 	// ErrEncode reports a failure of the Parquet encoder.
 	ErrEncode = errors.New("writer: Parquet encoding failed")
+	// ErrNotSealable reports a plaintext Parquet file that SealFile cannot
+	// turn into an object byte for byte, though it may be a sound file:
+	// pages DuckDB cannot read in an encrypted file (pme.ErrCompressedV2),
+	// a codec not every reader decompresses (pme.ErrCodec), a page or a
+	// row-group count beyond the format's limits (pme.ErrTooLarge), or a
+	// field that needs an ID and has no schema element of its own to carry
+	// it. The error wraps the cause. Re-encoding the rows (WriteRecords)
+	// makes an object of such a file.
+	ErrNotSealable = errors.New("writer: the Parquet file cannot be sealed as it is; re-encode it")
 )

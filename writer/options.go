@@ -59,7 +59,8 @@ type config struct {
 	keyValues     [][2]string
 	progress      func(Progress)
 	parallelism   int
-	level         int // zstd level; 0: the codec's default
+	level         int  // zstd level; 0: the codec's default
+	assignIDs     bool // SealFile only: WithAssignFieldIDs
 }
 
 func defaultConfig() config {

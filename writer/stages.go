@@ -64,6 +64,36 @@ type padded struct {
 	unpadded uint64 // L, with the empty padding entry
 }
 
+// newEncoded completes step 1 for a footer whose row groups are sealed
+// (dataLen bytes: "PARE" and every data module): the caller's metadata
+// entries, then the padding entry, present and empty on every object, so
+// that L includes it (Section 11.8).
+func newEncoded(footer *pme.Footer, dataLen int64, dek pme.DEK, keyValues [][2]string) encoded {
+	for _, kv := range keyValues {
+		footer.AppendKeyValue(kv[0], []byte(kv[1]))
+	}
+	footer.AppendKeyValue(padme.PadKey, nil)
+	return encoded{footer: footer, dataLen: dataLen, dek: dek}
+}
+
+// finish runs steps 2 to 5, in order, and publishes the object through
+// out to pending.
+func (e encoded) finish(ctx context.Context, out *sink, pending blobs.Pending) (Object, error) {
+	step2, err := e.encrypt()
+	if err != nil {
+		return Object{}, err
+	}
+	step3, err := step2.withKeyRef(keyref.New())
+	if err != nil {
+		return Object{}, err
+	}
+	step4, err := step3.pad()
+	if err != nil {
+		return Object{}, err
+	}
+	return step4.publish(ctx, out, pending)
+}
+
 // encrypt is step 2's completion: it seals the footer under the DEK.
 func (e encoded) encrypt() (encrypted, error) {
 	module, err := e.footer.Seal(e.dek)

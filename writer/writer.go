@@ -19,6 +19,9 @@
 // to 4 GiB, an object whose padding would be longer is refused with
 // ErrPadding, never published short of its target.
 //
+// SealFile makes an object of an existing plaintext Parquet file instead,
+// byte for byte: its pages are sealed as they are, through the same steps.
+//
 // A Writer is not safe for concurrent use.
 package writer
 
@@ -34,8 +37,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/keyref"
-	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -85,6 +86,9 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.assignIDs {
+		return nil, fmt.Errorf("%w: WithAssignFieldIDs applies to SealFile; give New a schema with IDs (AssignFieldIDs)", ErrOption)
 	}
 	if cfg.pageVersion == DataPageV2 && cfg.codec != Uncompressed {
 		return nil, fmt.Errorf("%w: data page V2 is only written uncompressed: DuckDB 1.5.6 reads the levels and the values of a compressed V2 page in encrypted files as two modules, a layout no PME writer produces", ErrOption)
@@ -325,28 +329,9 @@ func (w *Writer) finish(ctx context.Context) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
-	// The footer's metadata: the caller's entries, then the padding entry,
-	// present and empty on every object, so that L includes it (Section
-	// 11.8).
-	for _, kv := range w.cfg.keyValues {
-		footer.AppendKeyValue(kv[0], []byte(kv[1]))
-	}
-	footer.AppendKeyValue(padme.PadKey, nil)
-	step1 := encoded{footer: footer, dataLen: w.sealer.Offset(), dek: w.dek}
-	// Steps 2 to 5.
-	step2, err := step1.encrypt()
-	if err != nil {
-		return Object{}, err
-	}
-	step3, err := step2.withKeyRef(keyref.New())
-	if err != nil {
-		return Object{}, err
-	}
-	step4, err := step3.pad()
-	if err != nil {
-		return Object{}, err
-	}
-	return step4.publish(ctx, w.out, w.pending)
+	// The footer's metadata, with the empty padding entry; then steps 2
+	// to 5.
+	return newEncoded(footer, w.sealer.Offset(), w.dek, w.cfg.keyValues).finish(ctx, w.out, w.pending)
 }
 
 // abort records err, discards the staged bytes, and returns err. Later

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,11 +9,13 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
+	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"
 	"github.com/spf13/cobra"
 )
@@ -41,7 +44,18 @@ type importResult struct {
 	Rows         int64  `json:"rows"`
 	RowGroups    int    `json:"row_groups"`
 	KeyRef       string `json:"key_ref"`
+	// Path is how the object was made: "sealed" (the input's pages,
+	// byte for byte: writer.SealFile) or "reencoded" (its rows, encoded
+	// again: writer.WriteRecords), and ReencodeReason why not sealed.
+	Path           string `json:"path"`
+	ReencodeReason string `json:"reencode_reason,omitempty"`
 }
+
+// The import paths.
+const (
+	pathSealed    = "sealed"
+	pathReencoded = "reencoded"
+)
 
 func (a *app) importCmd() *cobra.Command {
 	var (
@@ -54,6 +68,7 @@ func (a *app) importCmd() *cobra.Command {
 		rgBytes  int64
 		codec    string
 		parallel int
+		reencode bool
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE|-",
@@ -74,6 +89,18 @@ a Parquet or Arrow input are kept. Without --assign-field-ids a field without
 one is an error naming it; with it, the missing IDs are assigned by the rule
 of writer.AssignFieldIDs: numbered from one more than the largest existing ID,
 top-level fields first in order, then their children, deterministically.
+
+A plaintext Parquet file is sealed byte for byte when it can be: its pages,
+row groups, codecs and encodings are kept, each page becomes an encrypted
+module, and nothing is decoded (page indexes and bloom filters are dropped).
+Its memory is then about a page, and it runs at the speed of encryption and
+hashing. The rows are encoded again instead when the file cannot be sealed as
+it is (compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an
+encrypted file; a codec DuckDB or arrow-go cannot read; pages or row groups
+beyond the format's limits), when it comes from stdin, when --codec,
+--row-group-rows or --row-group-bytes ask for another layout, and with
+--reencode. A refusal found midway discards what was sealed before the rows
+are encoded. The summary line and --json say which path was taken, and why.
 
 On any failure nothing is left behind: no object, no temporary file, no key.
 The store is created if there is none, and the KEK and keyring too (said on
@@ -166,10 +193,28 @@ stderr), once the object is written.
 			}
 			created := errors.Is(statErr, fs.ErrNotExist)
 			var prog writer.Progress
-			obj, err := writer.WriteRecords(ctx, st, rr,
-				writer.WithRowGroupRows(rgRows), writer.WithRowGroupBytes(rgBytes),
-				writer.WithParallelism(parallel), writer.WithCodec(c),
-				writer.WithProgress(func(p writer.Progress) { prog = p }))
+			var obj writer.Object
+			how, why := pathSealed, reencodeWhy(cmd, in.Format, path, reencode)
+			if why == "" {
+				obj, err = sealParquet(ctx, st, path, assign, m, &prog)
+				if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, pme.ErrPlaintextParquet) {
+					// What was sealed is discarded (SealFile aborted its
+					// import); the rows are encoded again, from the start.
+					why, err = notSealableWhy(err), nil
+					m.n.Store(0)
+					m.start = time.Now()
+					if m.bar != nil {
+						m.bar.Reset()
+					}
+				}
+			}
+			if why != "" {
+				how = pathReencoded
+				obj, err = writer.WriteRecords(ctx, st, rr,
+					writer.WithRowGroupRows(rgRows), writer.WithRowGroupBytes(rgBytes),
+					writer.WithParallelism(parallel), writer.WithCodec(c),
+					writer.WithProgress(func(p writer.Progress) { prog = p }))
+			}
 			if err != nil {
 				m.abort()
 				if created {
@@ -191,8 +236,12 @@ stderr), once the object is written.
 				st.Delete(ctx, obj.StorageID)
 				return about(k.ring.Path(), err)
 			}
-			m.done("imported %d rows from %s (%s in, %s object)", prog.Rows, name, mb(m.n.Load()), mb(int64(obj.Size)))
-			res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String()}
+			if how == pathSealed {
+				m.done("sealed %d rows of %s byte for byte (%s in, %s object)", prog.Rows, name, mb(m.n.Load()), mb(int64(obj.Size)))
+			} else {
+				m.done("imported %d rows from %s, re-encoded: %s (%s in, %s object)", prog.Rows, name, why, mb(m.n.Load()), mb(int64(obj.Size)))
+			}
+			res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String(), how, why}
 			if asJSON {
 				return printJSON(a.stdout, res)
 			}
@@ -202,6 +251,11 @@ stderr), once the object is written.
 			fmt.Fprintf(a.stdout, "rows           %d\n", res.Rows)
 			fmt.Fprintf(a.stdout, "row groups     %d\n", res.RowGroups)
 			fmt.Fprintf(a.stdout, "key_ref        %s (opaque; resolves nothing)\n", res.KeyRef)
+			if how == pathSealed {
+				fmt.Fprintf(a.stdout, "path           sealed (the input's pages, byte for byte)\n")
+			} else {
+				fmt.Fprintf(a.stdout, "path           re-encoded (%s)\n", why)
+			}
 			return nil
 		}),
 	}
@@ -215,7 +269,71 @@ stderr), once the object is written.
 	fl.Int64Var(&rgBytes, "row-group-bytes", importRowGroupBytes, "most `bytes` of Arrow buffers in a row group; memory is about twice this")
 	fl.StringVar(&codec, "codec", "zstd", "page `codec`: zstd, snappy or none")
 	fl.IntVar(&parallel, "parallel", 1, "row groups `n` encoded at once; memory grows to about n+1 row groups")
+	fl.BoolVar(&reencode, "reencode", false, "encode a Parquet input's rows again rather than seal its pages byte for byte")
 	return cmd
+}
+
+// reencodeWhy says why an input is re-encoded without trying to seal it,
+// or "" if it is a Parquet file to seal.
+func reencodeWhy(cmd *cobra.Command, f formats.Format, path string, reencode bool) string {
+	switch {
+	case reencode:
+		return "--reencode"
+	case f != formats.Parquet:
+		return string(f) + " input"
+	case path == "-":
+		return "Parquet from stdin"
+	}
+	for _, name := range []string{"codec", "row-group-rows", "row-group-bytes"} {
+		if cmd.Flags().Changed(name) {
+			return "--" + name + " asks for another layout"
+		}
+	}
+	return ""
+}
+
+// notSealableWhy says, in a few words, why SealFile refused a file.
+func notSealableWhy(err error) string {
+	where := ""
+	var ce *pme.ColumnError
+	if errors.As(err, &ce) {
+		where = fmt.Sprintf("row group %d, column %s: ", ce.RowGroup, ce.Column)
+	}
+	switch {
+	case errors.Is(err, pme.ErrCompressedV2):
+		return where + "compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an encrypted file"
+	case errors.Is(err, pme.ErrCodec):
+		return where + "a codec DuckDB or arrow-go cannot read"
+	case errors.Is(err, pme.ErrTooLarge):
+		return where + "beyond SOP-PME-1's limits on pages and row groups"
+	case errors.Is(err, writer.ErrFieldID):
+		return "a field without a Parquet schema element of its own to carry its field ID"
+	}
+	return where + "a layout the sealer does not take"
+}
+
+// sealParquet seals the Parquet file at path into st, byte for byte.
+func sealParquet(ctx context.Context, st blobs.Store, path string, assign bool, m *meter, prog *writer.Progress) (writer.Object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return writer.Object{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return writer.Object{}, err
+	}
+	// The meter counts the file's bytes as their row groups are sealed
+	// (and the whole file once the object is published).
+	m.n.Store(0)
+	opts := []writer.Option{writer.WithProgress(func(p writer.Progress) {
+		m.add(int(p.BytesIn - prog.BytesIn))
+		*prog = p
+	})}
+	if assign {
+		opts = append(opts, writer.WithAssignFieldIDs())
+	}
+	return writer.SealFile(ctx, st, f, fi.Size(), opts...)
 }
 
 func parseCodec(s string) (writer.Codec, error) {

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
+	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/thrift"
+)
+
+// plainParquet writes rec as plaintext Parquet with arrow-go and props.
+func plainParquet(t *testing.T, rec arrow.RecordBatch, props ...parquet.WriterProperty) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// footerOf decodes the footer of a plaintext Parquet file and returns it
+// with the offset where it starts.
+func footerOf(t *testing.T, b []byte) (*thrift.Struct, int) {
+	t.Helper()
+	flen := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	start := len(b) - 8 - flen
+	md, err := thrift.DecodeExact(b[start:len(b)-8], thrift.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md, start
+}
+
+// concatParquet joins two plaintext Parquet files of one schema into one
+// file holding the row groups of a, then those of b: b's pages move up by
+// the length of a's, and its row groups, their offsets shifted, join a's
+// footer.
+func concatParquet(t *testing.T, a, b []byte) []byte {
+	t.Helper()
+	ma, sa := footerOf(t, a)
+	mb, sb := footerOf(t, b)
+	out := bytes.Clone(a[:sa])
+	shift := int64(len(out) - 4)
+	out = append(out, b[4:sb]...)
+	shiftField := func(s *thrift.Struct, id int16) {
+		if v := s.Field(id); v != nil && v.Type == thrift.TypeI64 && v.Int > 0 {
+			v.Int += shift
+		}
+	}
+	rgsA, _ := ma.List(4)
+	rgsB, _ := mb.List(4)
+	for _, rg := range rgsB.Items {
+		shiftField(rg.Struct, 5) // RowGroup.file_offset
+		cols, _ := rg.Struct.List(1)
+		for _, cc := range cols.Items {
+			shiftField(cc.Struct, 2) // ColumnChunk.file_offset
+			md, _ := cc.Struct.Struct(3)
+			shiftField(md, 9)  // data_page_offset
+			shiftField(md, 11) // dictionary_page_offset
+		}
+		rgsA.Items = append(rgsA.Items, rg)
+	}
+	na, _ := ma.I64(3)
+	nb, _ := mb.I64(3)
+	ma.Set(3, thrift.I64(na+nb))
+	start := len(out)
+	out = ma.Append(out)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(out)-start))
+	return append(out, "PAR1"...)
+}
+
+// TestImportPaths: a Parquet file import can seal is sealed byte for byte
+// (its row groups kept), and says so in the summary line and --json;
+// --reencode, and --codec or --row-group-rows, which ask for another
+// layout, re-encode it and say why; other formats are encoded. Every object
+// exports the input's rows and passes check.
+func TestImportPaths(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	rec := testtables.Record(testtables.AllTypes(), 900, 9)
+	defer rec.Release()
+	in := filepath.Join(dir, "in.parquet")
+	os.WriteFile(in, plainParquet(t, rec, parquet.WithMaxRowGroupLength(300), parquet.WithCompression(compress.Codecs.Zstd)), 0o600)
+	_, wantRows := readTable(t, in, formats.Parquet)
+	csv := filepath.Join(dir, "in.csv")
+	os.WriteFile(csv, []byte("a,b\n1,x\n2,y\n"), 0o600)
+
+	for _, c := range []struct {
+		name     string
+		path     string
+		flags    []string
+		want     string // the path
+		why      string // in the reason
+		rowGroup int    // row groups of the object
+	}{
+		{"sealed", in, nil, pathSealed, "", 3},
+		{"--reencode", in, []string{"--reencode"}, pathReencoded, "--reencode", 1},
+		{"--codec", in, []string{"--codec", "snappy"}, pathReencoded, "--codec", 1},
+		{"--row-group-rows", in, []string{"--row-group-rows", "450"}, pathReencoded, "--row-group-rows", 2},
+		{"--parallel", in, []string{"--parallel", "2"}, pathSealed, "", 3},
+		{"csv", csv, []string{"--assign-field-ids"}, pathReencoded, "csv input", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := e.importJSON(c.path, c.flags...)
+			if res.Path != c.want || !strings.Contains(res.ReencodeReason, c.why) || (c.why == "") != (res.ReencodeReason == "") || res.RowGroups != c.rowGroup {
+				t.Fatalf("import %v: path %q, reason %q, %d row groups; want %q, %q, %d", c.flags, res.Path, res.ReencodeReason, res.RowGroups, c.want, c.why, c.rowGroup)
+			}
+			r := e.ok(append([]string{"import", c.path}, c.flags...)...)
+			summary := map[string]string{pathSealed: "byte for byte", pathReencoded: "re-encoded: " + c.why}[c.want]
+			if !strings.Contains(r.stderr, summary) || !strings.Contains(r.stdout, "path           ") {
+				t.Errorf("the summary does not say %q:\n%s", summary, r)
+			}
+			if c.path != in {
+				return
+			}
+			if res.Rows != 900 {
+				t.Errorf("%d rows, want 900", res.Rows)
+			}
+			e.ok("check", res.StorageID)
+			out := filepath.Join(t.TempDir(), "out.ndjson")
+			e.ok("export", res.StorageID, "-o", out)
+			if b, _ := os.ReadFile(out); string(b) != wantRows {
+				t.Errorf("exported rows differ:\n got %.300s\nwant %.300s", b, wantRows)
+			}
+		})
+	}
+}
+
+// TestImportFallsBack: a file whose second row group has compressed
+// DATA_PAGE_V2 pages (which DuckDB cannot read in an encrypted file) is
+// refused by the sealer midway, after the first row group was sealed; the
+// import discards it and re-encodes the rows, says so, and leaves one
+// object, which exports the input's rows and passes check.
+func TestImportFallsBack(t *testing.T) {
+	e := newEnv(t)
+	rec := testtables.Record(testtables.AllTypes(), 600, 10)
+	defer rec.Release()
+	v1 := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Zstd))
+	v2 := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDataPageVersion(parquet.DataPageV2))
+	in := filepath.Join(t.TempDir(), "mixed.parquet")
+	os.WriteFile(in, concatParquet(t, v1, v2), 0o600)
+	_, wantRows := readTable(t, in, formats.Parquet)
+	if strings.Count(wantRows, "\n") != 1200 {
+		t.Fatalf("the joined file reads as %d rows, want 1200", strings.Count(wantRows, "\n"))
+	}
+
+	res := e.importJSON(in)
+	if res.Path != pathReencoded || !strings.Contains(res.ReencodeReason, "row group 1, column ") || !strings.Contains(res.ReencodeReason, "DATA_PAGE_V2") || res.Rows != 1200 {
+		t.Fatalf("import: %+v; want re-encoded because of row group 1's V2 pages", res)
+	}
+	var data []string
+	for _, f := range tree(t, e.store) {
+		if strings.Contains(f, ".data ") || strings.Contains(f, ".tmp") {
+			data = append(data, f)
+		}
+	}
+	if len(data) != 1 || !strings.Contains(data[0], res.StorageID) {
+		t.Fatalf("the store holds %v; want only the re-encoded object", data)
+	}
+	e.ok("check", res.StorageID)
+	out := filepath.Join(t.TempDir(), "out.ndjson")
+	e.ok("export", res.StorageID, "-o", out)
+	if b, _ := os.ReadFile(out); string(b) != wantRows {
+		t.Errorf("exported rows differ:\n got %.300s\nwant %.300s", b, wantRows)
+	}
+	r := e.ok("import", in)
+	if !strings.Contains(r.stderr, "re-encoded: row group 1, column ") {
+		t.Errorf("the summary line does not say why it re-encoded:\n%s", r.stderr)
+	}
+}
