@@ -16,10 +16,11 @@
 //
 //   - DEK: the data encryption key, which never prints and counts the
 //     modules it seals (at most 2^32), with Seal, Open and OpenModules.
-//   - Reframer: the streaming re-framer that turns plaintext Parquet, as
-//     arrow-go writes it, into this layout, one row group at a time, copying
-//     only the bytes the footer references; and Footer, the decoded
-//     FileMetaData that the writer pads and seals and the reader opens.
+//   - Sealer: turns plaintext Parquet files (the writer's row groups, each
+//     encoded by arrow-go into a file of its own, or an existing file sealed
+//     byte for byte) into this layout, a page at a time, copying only the
+//     bytes the footer references; and Footer, the decoded FileMetaData that
+//     the writer pads and seals and the reader opens.
 //   - The parsers of the plaintext parts of a file: ParseTrailer,
 //     ParseFooterRegion, ParseFileCryptoMetaData, SplitModule. They accept
 //     only the empty-AAD AES_GCM_V1 construction; there is no plaintext

@@ -33,7 +33,7 @@ var (
 	// package does not read: AES_GCM_CTR_V1, or module AADs (aad_prefix,
 	// aad_file_unique), which SOP-PME-1 forbids (Section 11.3).
 	ErrUnsupported = errors.New("pme: unsupported encryption algorithm or AAD")
-	// ErrLayout reports plaintext Parquet, fed to the Reframer, that does not
+	// ErrLayout reports plaintext Parquet, fed to the Sealer, that does not
 	// have the shape it expects (an internal error of the encoder).
 	ErrLayout = errors.New("pme: unexpected plaintext Parquet layout")
 )

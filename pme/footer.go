@@ -9,7 +9,7 @@ import (
 )
 
 // A Footer is the plaintext FileMetaData of an object, decoded. The writer
-// gets one from Reframer.Close, pads it (SetPad) and seals it (Seal); the
+// gets one from Sealer.Close, pads it (SetPad) and seals it (Seal); the
 // reader gets one from OpenFooter.
 //
 // A footer the reader opens is decoded into a compact, read-only form (a
@@ -104,81 +104,6 @@ func (f *Footer) edit() {
 		f.stripTree()
 	}
 	f.view, f.strip = nil, false
-}
-
-// remap rewrites a footer written for the plaintext stream to address the
-// re-framed modules (see Reframer).
-func (f *Footer) remap(chunks map[int64]*chunkMap) error {
-	if f.meta.Field(fmdEncryptionAlgo) != nil || f.meta.Field(fmdFooterSigningKeyMD) != nil {
-		return fmt.Errorf("%w: plaintext footer carries encryption fields", ErrLayout)
-	}
-	rgs, err := f.rowGroups()
-	if err != nil {
-		return err
-	}
-	if len(rgs) > MaxRowGroups {
-		return fmt.Errorf("%w: %d row groups, at most %d", ErrTooLarge, len(rgs), MaxRowGroups)
-	}
-	seen := 0
-	for i, rg := range rgs {
-		cols, err := rg.List(rgColumns)
-		if err != nil {
-			return fmt.Errorf("%w: row group %d: %w", ErrLayout, i, err)
-		}
-		rgStart, rgLen := int64(-1), int64(0)
-		for j, v := range cols.Items {
-			cc := v.Struct
-			if cc == nil || cc.Field(ccFilePath) != nil {
-				return fmt.Errorf("%w: row group %d column %d: missing or external column chunk", ErrLayout, i, j)
-			}
-			md, err := cc.Struct(ccMetaData)
-			if err != nil {
-				return fmt.Errorf("%w: row group %d column %d: %w", ErrLayout, i, j, err)
-			}
-			span, dict, err := plainSpan(md)
-			if err != nil {
-				return fmt.Errorf("%w: row group %d column %d: %w", ErrLayout, i, j, err)
-			}
-			m := chunks[span.Off]
-			if m == nil || m.plain != span {
-				return fmt.Errorf("%w: row group %d column %d: chunk [%d, %d) was not re-framed", ErrLayout, i, j, span.Off, span.End())
-			}
-			data, _ := md.I64(cmdDataPageOffset)
-			newData, ok := m.pages[data]
-			if !ok {
-				return fmt.Errorf("%w: row group %d column %d: data_page_offset is not a page", ErrLayout, i, j)
-			}
-			md.Set(cmdDataPageOffset, thrift.I64(newData))
-			if dict > 0 {
-				newDict, ok := m.pages[dict]
-				if !ok {
-					return fmt.Errorf("%w: row group %d column %d: dictionary_page_offset is not a page", ErrLayout, i, j)
-				}
-				md.Set(cmdDictPageOffset, thrift.I64(newDict))
-			}
-			md.Set(cmdTotalCompressed, thrift.I64(m.obj.Len))
-			md.Set(cmdTotalUncompressed, thrift.I64(m.uncompressed))
-			// Nothing that SOP-PME-1 (as DuckDB) does not write: no page
-			// index, no bloom filter, no column crypto metadata.
-			dropOutsideChunk(cc, md)
-			cc.Set(ccFileOffset, thrift.I64(0))
-			if rgStart < 0 {
-				rgStart = m.obj.Off
-			}
-			rgLen += m.obj.Len
-			delete(chunks, span.Off) // each chunk is referenced once
-			seen++
-		}
-		if rgStart >= 0 {
-			rg.Set(rgFileOffset, thrift.I64(rgStart))
-		}
-		rg.Set(rgTotalCompressed, thrift.I64(rgLen))
-		rg.Set(rgOrdinal, thrift.I16(int16(i)))
-	}
-	if len(chunks) != 0 {
-		return fmt.Errorf("%w: %d re-framed column chunks are not in the footer", ErrLayout, len(chunks))
-	}
-	return nil
 }
 
 // dropOutsideChunk deletes from a ColumnChunk, and its ColumnMetaData if md

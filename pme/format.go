@@ -68,7 +68,7 @@ const (
 )
 
 // MaxPageSize is the largest page, compressed or not, in bytes, that the
-// Reframer seals and that package reader decodes: 256 MiB, arrow-go's default
+// Sealer seals and that package reader decodes: 256 MiB, arrow-go's default
 // limit for uncompressed pages. A larger page would make an object its
 // readers refuse, so it is refused before anything is published.
 const MaxPageSize = 256 << 20

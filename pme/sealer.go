@@ -72,6 +72,22 @@ const (
 	rgNumRows = 3
 )
 
+// A Span is a byte range [Off, Off+Len) of a file.
+type Span struct {
+	Off, Len int64
+}
+
+// End returns Off + Len.
+func (s Span) End() int64 { return s.Off + s.Len }
+
+// chunkMap records where the pages of one sealed column chunk went.
+type chunkMap struct {
+	plain        Span
+	obj          Span
+	uncompressed int64           // DuckDB's total_uncompressed_size: header modules + uncompressed pages
+	pages        map[int64]int64 // plaintext offset of a page header → object offset of its module
+}
+
 // maxPlainFooter bounds the footer of a plaintext file a Sealer reads, in
 // bytes.
 const maxPlainFooter = 256 << 20

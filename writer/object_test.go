@@ -255,7 +255,7 @@ func TestNoPlaintextLeak(t *testing.T) {
 	// The test is only as good as its input: arrow-go, writing the same
 	// table in plaintext, must spill canary bytes outside every column chunk
 	// and outside the footer (its unflushed ColumnMetaData blocks), or the
-	// re-framer's "copy only what the footer references" is not exercised.
+	// Sealer's "copy only what the footer references" is not exercised.
 	var plain bytes.Buffer
 	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(1000), parquet.WithDictionaryDefault(false), parquet.WithStats(true))
 	if err := pqarrow.WriteTable(array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), &plain, 1000, props, pqarrow.DefaultWriterProps()); err != nil {

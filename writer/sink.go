@@ -8,7 +8,7 @@ import (
 
 // sink carries the ciphertext to the store on a goroutine of its own, so
 // that the store's hashing and file writes overlap with encoding and
-// sealing, and counts it. It copies each write (the Reframer reuses its
+// sealing, and counts it. It copies each write (the Sealer reuses its
 // buffer) and holds at most sinkDepth writes in flight. The first error of
 // the store is sticky: later writes return it, and so does close.
 type sink struct {

@@ -141,7 +141,7 @@ func TestPageHeaderWithBody(t *testing.T) {
 	}
 }
 
-// TestEditFooter makes the edits the PME re-framer makes on a real footer:
+// TestEditFooter makes the edits the PME Sealer makes on a real footer:
 // it shifts offsets, changes sizes, deletes fields, sets RowGroup fields,
 // and appends a KeyValue, then checks the result with both decoders.
 func TestEditFooter(t *testing.T) {

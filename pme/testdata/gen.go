@@ -17,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
@@ -47,41 +46,20 @@ func main() {
 	rec := b.NewRecordBatch()
 	var plain bytes.Buffer
 	fw, _ := pqarrow.NewFileWriter(schema, &plain, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(100)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	fw.AppendKeyValueMetadata(padme.PadKey, "")
 	if err := fw.Write(rec); err != nil {
 		panic(err)
 	}
 	fw.Close()
-	pf, err := file.NewParquetReader(bytes.NewReader(plain.Bytes()))
-	if err != nil {
-		panic(err)
-	}
 	var out bytes.Buffer
-	rf := pme.NewReframer(&out, k)
-	at := int64(0)
-	for i := range pf.NumRowGroups() {
-		rgm := pf.MetaData().RowGroup(i)
-		var spans []pme.Span
-		for j := range rgm.NumColumns() {
-			cc, _ := rgm.ColumnChunk(j)
-			start := cc.DataPageOffset()
-			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
-				start = min(start, cc.DictionaryPageOffset())
-			}
-			spans = append(spans, pme.Span{Off: start, Len: cc.TotalCompressedSize()})
-		}
-		end := spans[len(spans)-1].Off + spans[len(spans)-1].Len
-		rf.Write(plain.Bytes()[at:end])
-		at = end
-		if err := rf.FlushRowGroup(spans); err != nil {
-			panic(err)
-		}
+	sl := pme.NewSealer(&out, k)
+	if err := sl.AddFile(bytes.NewReader(plain.Bytes()), int64(plain.Len())); err != nil {
+		panic(err)
 	}
-	rf.Write(plain.Bytes()[at:])
-	footer, err := rf.Close()
+	footer, err := sl.Close()
 	if err != nil {
 		panic(err)
 	}
+	footer.AppendKeyValue(padme.PadKey, nil)
 	footer.SetPad(padme.Solve(200))
 	fplain := footer.Append(nil)
 	fmod, _ := footer.Seal(k)
