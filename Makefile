@@ -59,8 +59,14 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/thrift
 	$(GO) test -run '^$$' -fuzz FuzzVerifySlice -fuzztime $(FUZZTIME) -fuzzminimizetime 500x ./verify
-	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./keyring
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./keyring
 	$(GO) test -run '^$$' -fuzz FuzzPlaintext -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./reader
 	$(GO) test -run '^$$' -fuzz FuzzFooter -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
+	$(GO) test -run '^$$' -fuzz FuzzSeal -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
+	$(GO) test -run '^$$' -fuzz FuzzSealFile -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./writer
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./reader
+	$(GO) test -run '^$$' -fuzz FuzzOpenModules -fuzztime $(FUZZTIME) ./pme
+	$(GO) test -run '^$$' -fuzz FuzzParseFooterRegion -fuzztime $(FUZZTIME) ./pme
+	$(GO) test -run '^$$' -fuzz FuzzImportV1 -fuzztime $(FUZZTIME) ./keyring
 
 include blobs/iroh/iroh.mk
