@@ -49,11 +49,7 @@ another requirement.
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := store.openReadOnly()
-			if err != nil {
-				return err
-			}
-			k, err := ks.openRing(ctx, store.dir, ringRead, a.stderr)
+			st, k, err := a.openRead(ctx, &store, &ks)
 			if err != nil {
 				return err
 			}

@@ -64,11 +64,7 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				limit = 40
 			}
 			ctx := cmd.Context()
-			st, err := store.openReadOnly()
-			if err != nil {
-				return err
-			}
-			k, err := ks.openRing(ctx, store.dir, ringRead, a.stderr)
+			st, k, err := a.openRead(ctx, &store, &ks)
 			if err != nil {
 				return err
 			}

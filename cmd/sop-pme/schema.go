@@ -43,11 +43,7 @@ is read through verified ranges.
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := store.openReadOnly()
-			if err != nil {
-				return err
-			}
-			k, err := ks.openRing(ctx, store.dir, ringRead, a.stderr)
+			st, k, err := a.openRead(ctx, &store, &ks)
 			if err != nil {
 				return err
 			}
