@@ -38,8 +38,8 @@ type equivObject struct {
 // extraTypesSchema has a column of each type sop_scan maps beyond those of
 // the interop suite's table (allTypesSchema).
 func extraTypesSchema() *arrow.Schema {
-	g := fieldIDs{last: 100}
-	f := g.field
+	g := fieldIDs{Last: 100}
+	f := g.Field
 	return arrow.NewSchema([]arrow.Field{
 		f("f16", arrow.FixedWidthTypes.Float16),
 		f("t32s", arrow.FixedWidthTypes.Time32s),
@@ -58,7 +58,7 @@ func extraTypesSchema() *arrow.Schema {
 		f("l_l", arrow.ListOfField(f("element", arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int32))))),
 		f("l_st", arrow.ListOfField(f("element", arrow.StructOf(f("x", arrow.FixedWidthTypes.Date32), f("y", arrow.PrimitiveTypes.Float64))))),
 		f("st_l", arrow.StructOf(f("l", arrow.ListOfField(f("element", arrow.BinaryTypes.String))), f("ts", &arrow.TimestampType{Unit: arrow.Nanosecond}))),
-		f("m_i", arrow.MapOfWithMetadata(arrow.PrimitiveTypes.Int32, g.next(), arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int16)), g.next())),
+		f("m_i", arrow.MapOfWithMetadata(arrow.PrimitiveTypes.Int32, g.Next(), arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int16)), g.Next())),
 	}, nil)
 }
 
@@ -250,7 +250,7 @@ func duckFieldID(f arrow.Field) string {
 // read_parquet.
 func TestDecimal256(t *testing.T) {
 	g := fieldIDs{}
-	schema := arrow.NewSchema([]arrow.Field{g.field("dec40", &arrow.Decimal256Type{Precision: 40, Scale: 3})}, nil)
+	schema := arrow.NewSchema([]arrow.Field{g.Field("dec40", &arrow.Decimal256Type{Precision: 40, Scale: 3})}, nil)
 	rec := makeRecord(schema, 500, 7)
 	defer rec.Release()
 	st := newStore(t)

@@ -21,6 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -36,19 +38,21 @@ func FieldID(id int) arrow.Metadata {
 	return arrow.NewMetadata([]string{FieldIDKey}, []string{strconv.Itoa(id)})
 }
 
-// fieldIDs hands out unique Parquet field IDs, 1, 2, 3, …, in the order
-// fields are made, nested fields included (Section 11.2).
-type fieldIDs struct{ last int }
+// FieldIDs hands out unique Parquet field IDs, Last+1, Last+2, …, in the
+// order fields are made, nested fields included (Section 11.2).
+type FieldIDs struct{ Last int }
 
-func (g *fieldIDs) next() arrow.Metadata { g.last++; return FieldID(g.last) }
+// Next returns the metadata of the next field ID.
+func (g *FieldIDs) Next() arrow.Metadata { g.Last++; return FieldID(g.Last) }
 
-func (g *fieldIDs) field(name string, dt arrow.DataType) arrow.Field {
-	return arrow.Field{Name: name, Type: dt, Nullable: true, Metadata: g.next()}
+// Field returns a nullable field with the next field ID.
+func (g *FieldIDs) Field(name string, dt arrow.DataType) arrow.Field {
+	return arrow.Field{Name: name, Type: dt, Nullable: true, Metadata: g.Next()}
 }
 
 func AllTypes() *arrow.Schema {
-	var g fieldIDs
-	f := g.field
+	var g FieldIDs
+	f := g.Field
 	ts := func(u arrow.TimeUnit, tz string) arrow.DataType { return &arrow.TimestampType{Unit: u, TimeZone: tz} }
 	return arrow.NewSchema([]arrow.Field{
 		f("i8", arrow.PrimitiveTypes.Int8),
@@ -77,7 +81,7 @@ func AllTypes() *arrow.Schema {
 		f("l_i64", arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int64))),
 		f("l_s", arrow.ListOfField(f("element", arrow.BinaryTypes.String))),
 		f("st", arrow.StructOf(f("a", arrow.PrimitiveTypes.Int64), f("b", arrow.BinaryTypes.String))),
-		f("m", arrow.MapOfWithMetadata(arrow.BinaryTypes.String, g.next(), arrow.PrimitiveTypes.Int64, g.next())),
+		f("m", arrow.MapOfWithMetadata(arrow.BinaryTypes.String, g.Next(), arrow.PrimitiveTypes.Int64, g.Next())),
 	}, nil)
 }
 
@@ -230,7 +234,7 @@ func appendValue(b array.Builder, dt arrow.DataType, r *rand.Rand, edge int) {
 	case *array.TimestampBuilder:
 		// Random instants within about ±950 years of the epoch (±95 years
 		// for nanoseconds, whose int64 range ends in 1677 and 2262).
-		span := map[arrow.TimeUnit]int64{arrow.Millisecond: 3e13, arrow.Microsecond: 3e16, arrow.Nanosecond: 3e18}[dt.(*arrow.TimestampType).Unit]
+		span := map[arrow.TimeUnit]int64{arrow.Second: 3e10, arrow.Millisecond: 3e13, arrow.Microsecond: 3e16, arrow.Nanosecond: 3e18}[dt.(*arrow.TimestampType).Unit]
 		e := []int64{0, -1, 1, -1001, 1001, span, -span, -999_999, 999_999}
 		if i := pick(len(e)); i >= 0 {
 			b.Append(arrow.Timestamp(e[i]))
@@ -240,10 +244,10 @@ func appendValue(b array.Builder, dt arrow.DataType, r *rand.Rand, edge int) {
 	case *array.MapBuilder:
 		// Empty maps, null values, unique keys.
 		b.Append(true)
-		kb, ib := b.KeyBuilder().(*array.StringBuilder), b.ItemBuilder().(*array.Int64Builder)
 		if r.IntN(6) == 0 {
 			break
 		}
+		item := dt.(*arrow.MapType).ItemType()
 		seen := map[string]bool{}
 		for range 1 + r.IntN(4) {
 			k := randString(r, -1)
@@ -251,11 +255,18 @@ func appendValue(b array.Builder, dt arrow.DataType, r *rand.Rand, edge int) {
 				continue
 			}
 			seen[k] = true
-			kb.Append(k)
+			switch kb := b.KeyBuilder().(type) {
+			case *array.StringBuilder:
+				kb.Append(k)
+			case *array.Int32Builder:
+				kb.Append(int32(len(seen)*1000) - r.Int32N(1000))
+			default:
+				panic("testtables: no generator for map keys of " + dt.String())
+			}
 			if r.IntN(6) == 0 {
-				ib.AppendNull()
+				b.ItemBuilder().AppendNull()
 			} else {
-				ib.Append(r.Int64())
+				appendValue(b.ItemBuilder(), item, r, -1)
 			}
 		}
 	case *array.ListBuilder:
@@ -282,6 +293,65 @@ func appendValue(b array.Builder, dt arrow.DataType, r *rand.Rand, edge int) {
 				appendValue(b.FieldBuilder(i), cf.Type, r, -1)
 			}
 		}
+	case *array.Float16Builder:
+		e := []float32{0, -1, 65504, -65504, float32(math.Inf(1))}
+		if i := pick(len(e)); i >= 0 {
+			b.Append(float16.New(e[i]))
+		} else {
+			b.Append(float16.New(float32(r.NormFloat64() * 100)))
+		}
+	case *array.Time32Builder: // milliseconds of the day
+		e := []arrow.Time32{0, 86_399_999, 1}
+		if i := pick(len(e)); i >= 0 {
+			b.Append(e[i])
+		} else {
+			b.Append(arrow.Time32(r.Int32N(86_400_000)))
+		}
+	case *array.Time64Builder: // micro- or nanoseconds of the day
+		day := int64(86_400_000_000)
+		if dt.(*arrow.Time64Type).Unit == arrow.Nanosecond {
+			day *= 1000
+		}
+		e := []arrow.Time64{0, arrow.Time64(day - 1), 1, 999, 1001}
+		if i := pick(len(e)); i >= 0 {
+			b.Append(e[i])
+		} else {
+			b.Append(arrow.Time64(r.Int64N(day)))
+		}
+	case *array.Date64Builder: // milliseconds, whole days
+		e := []arrow.Date64{0, -86_400_000, 86_400_000}
+		if i := pick(len(e)); i >= 0 {
+			b.Append(e[i])
+		} else {
+			b.Append(arrow.Date64((r.Int64N(2*36500) - 36500) * 86_400_000))
+		}
+	case *array.FixedSizeBinaryBuilder:
+		v := make([]byte, dt.(*arrow.FixedSizeBinaryType).ByteWidth)
+		for j := range v {
+			v[j] = byte(r.Uint32())
+		}
+		b.Append(v)
+	case *array.LargeStringBuilder:
+		b.Append(randString(r, edge))
+	case *array.Decimal256Builder:
+		v := new(big.Int).SetUint64(r.Uint64())
+		if r.IntN(2) == 0 {
+			v.Neg(v)
+		}
+		b.Append(decimal256.FromBigInt(v))
+	case *array.FixedSizeListBuilder:
+		b.Append(true)
+		n := int(dt.(*arrow.FixedSizeListType).Len())
+		elem := dt.(*arrow.FixedSizeListType).Elem()
+		for range n {
+			if r.IntN(6) == 0 {
+				b.ValueBuilder().AppendNull()
+			} else {
+				appendValue(b.ValueBuilder(), elem, r, -1)
+			}
+		}
+	case *array.NullBuilder:
+		b.AppendNull()
 	default:
 		panic("testtables: no generator for " + dt.String())
 	}
