@@ -51,7 +51,7 @@ func TestFetchAhead(t *testing.T) {
 			if c.fields != nil {
 				opts = append(opts, reader.WithFields(c.fields...))
 			}
-			slices0 := st.slices.Load()
+			slices0 := st.Slices.Load()
 			before := r.Stats()
 			rr, err := r.Scan(ctx, opts...)
 			if err != nil {
@@ -72,7 +72,7 @@ func TestFetchAhead(t *testing.T) {
 				t.Errorf("%d chunks opened synchronously, want 0", n)
 			}
 			// One slice per row group: the projected chunks are adjacent.
-			if got, want := st.slices.Load()-slices0, int64(len(l.chunks)); got != want {
+			if got, want := st.Slices.Load()-slices0, int64(len(l.chunks)); got != want {
 				t.Errorf("%d slices for %d row groups", got, want)
 			}
 			var chunkBytes int64

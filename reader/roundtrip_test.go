@@ -46,7 +46,7 @@ func TestRoundTripSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("schema %v, %d row groups, fetched %d bytes in %d slices of a %d-byte object", r.Schema(), r.NumRowGroups(), st.fetched.Load(), st.slices.Load(), obj.Size)
+	t.Logf("schema %v, %d row groups, fetched %d bytes in %d slices of a %d-byte object", r.Schema(), r.NumRowGroups(), st.Fetched.Load(), st.Slices.Load(), obj.Size)
 	rr, err := r.Scan(ctx, reader.WithFields(1))
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestRoundTripSmoke(t *testing.T) {
 	if err := rr.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("n=%d sum=%d fetched %d bytes in %d slices", n, sum, st.fetched.Load(), st.slices.Load())
+	t.Logf("n=%d sum=%d fetched %d bytes in %d slices", n, sum, st.Fetched.Load(), st.Slices.Load())
 	if n != 100000 || sum != 99999*100000/2 {
 		t.Fatalf("n=%d sum=%d", n, sum)
 	}
