@@ -1,14 +1,17 @@
 package writer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/internal/memstore"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -195,6 +198,67 @@ func TestCompressionLevel(t *testing.T) {
 	for _, l := range []int{0, 23, -1} {
 		if _, err := writer.New(memstore.New(), schema, writer.WithCompressionLevel(l)); !errors.Is(err, writer.ErrOption) {
 			t.Errorf("level %d: %v, want ErrOption", l, err)
+		}
+	}
+}
+
+// ExampleWriteRecords writes every record of a record reader into one
+// object, with a progress callback.
+func ExampleWriteRecords() {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{writer.FieldIDKey}, []string{"1"})},
+	}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := range 1000 {
+		b.Append(int64(i))
+	}
+	col := b.NewArray()
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, 1000)
+	rr, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec, rec, rec})
+
+	var last writer.Progress
+	obj, err := writer.WriteRecords(context.Background(), memstore.New(), rr,
+		writer.WithRowGroupRows(1000), writer.WithProgress(func(p writer.Progress) { last = p }))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("rows:", last.Rows, "row groups:", last.RowGroups, "bytes out = size:", last.BytesOut == int64(obj.Size))
+	// Output: rows: 3000 row groups: 3 bytes out = size: true
+}
+
+// TestParallelismIndependent: the object does not depend on how many row
+// groups encode at once. With crypto/rand made deterministic (the same DEK,
+// key_ref and nonces in the same order), objects written with parallelism
+// 1, 2 and 4 are byte for byte the same (issue 10: "Output must remain a
+// valid, conformant object that DuckDB reads, whatever N is"; interop reads
+// objects of the default parallelism).
+func TestParallelismIndependent(t *testing.T) {
+	schema, rec := testTable(t, 30000, "")
+	defer rec.Release()
+	var first []byte
+	for _, n := range []int{1, 2, 4} {
+		cryptotest.SetGlobalRandom(t, 42)
+		st := memstore.New()
+		w, err := writer.New(st, schema, writer.WithParallelism(n), writer.WithRowGroupRows(4000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := int64(0); off < rec.NumRows(); off += 3000 {
+			part := rec.NewSlice(off, off+3000)
+			if err := w.Write(part); err != nil {
+				t.Fatal(err)
+			}
+			part.Release()
+		}
+		obj, err := w.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.Bytes(obj.StorageID)
+		if first == nil {
+			first = got
+		} else if !bytes.Equal(got, first) {
+			t.Fatalf("parallelism %d: the object differs from parallelism 1's", n)
 		}
 	}
 }
