@@ -498,7 +498,23 @@ func (p *pending) Write(b []byte) (int, error) {
 	if p.err != nil {
 		return 0, p.err
 	}
+	// A large write is hashed on another goroutine while it goes to the
+	// file: the two passes over b overlap. A failed write fails Commit, so
+	// what the hasher saw of it does not matter.
+	var hashed chan struct{}
+	if len(b) >= parallelHashMin {
+		hashed = make(chan struct{})
+		go func() {
+			defer close(hashed)
+			p.h.Write(b)
+		}()
+	}
 	n, err := p.w.Write(b)
+	if hashed != nil {
+		<-hashed
+	} else {
+		p.h.Write(b)
+	}
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
@@ -506,9 +522,12 @@ func (p *pending) Write(b []byte) (int, error) {
 		p.err = fmt.Errorf("blobs: writing object: %w", err)
 		return n, p.err
 	}
-	p.h.Write(b)
 	return n, nil
 }
+
+// parallelHashMin is the write size from which Write hashes and writes at
+// once.
+const parallelHashMin = 64 << 10
 
 // Commit implements Pending. It holds the object's lock across processes
 // (see [Dir]) from the check below to the last rename. The sequence is:
