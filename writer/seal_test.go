@@ -616,7 +616,7 @@ func (p *hashPending) Abort() error { return nil }
 // by the file.
 func TestSealFileMemory(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("writes a 96 MiB file; not with -short")
+		t.Skip("-short, not under CI: writes a 96 MiB file")
 	}
 	const pageSize = 1 << 20
 	n := 12 << 20 / 8
