@@ -684,10 +684,10 @@ func TestSealFileMemory(t *testing.T) {
 	}
 	growth := float64(peak.Load()) - float64(base.HeapInuse)
 	t.Logf("file %.1f MiB, object %.1f MiB; peak heap %.1f MiB over %.1f MiB before", float64(fi.Size())/(1<<20), float64(obj.Size)/(1<<20), growth/(1<<20), float64(base.HeapInuse)/(1<<20))
-	// A page of plaintext, its sealed modules, the sink's copies on their
-	// way to the store (4 in flight, and their pool), and the footer: about
-	// 8 pages live (measured: 15 MiB in use), and as much again of garbage
-	// the collector has not yet taken; the file is 96 pages.
+	// A page of plaintext, its sealed modules, the sink's buffers on their
+	// way to the store (at most 5 MiB), and the footer: a few pages live,
+	// and as much again of garbage the collector has not yet taken; the
+	// file is 96 pages.
 	if limit := 32.0 * pageSize; growth > limit || math.IsNaN(growth) {
 		t.Errorf("peak heap grew by %.1f MiB sealing a %.1f MiB file; want at most %.0f MiB", growth/(1<<20), float64(fi.Size())/(1<<20), limit/(1<<20))
 	}
