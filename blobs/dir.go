@@ -88,6 +88,8 @@ type Dir struct {
 	mu    sync.Mutex
 	locks map[storageid.ID]*idLock // serialises the commits of each object within the process
 
+	held heldFiles // files kept open between slices
+
 	hooks hooks // test hooks; zero in production
 }
 
@@ -664,6 +666,7 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 		return fail("publishing data", err)
 	}
 	p.dataRenamed = true
+	d.held.forget(id) // a damaged copy it replaced may be held
 	err = d.step("sync-dir")
 	if err == nil {
 		err = syncDir(d.path)
@@ -767,46 +770,35 @@ func syncDir(path string) error {
 // Slice implements verify.Source from the object's .data and .obao4 files;
 // the object's size is that of its .data file. It returns an error matching
 // ErrNotFound if the store does not hold id. The returned reader produces the
-// slice lazily (see verify.ExtractSlice) and fails once ctx is done; closing
-// it closes the files.
+// slice lazily (see verify.ExtractSlice) and fails once ctx is done.
+//
+// The Dir keeps the files of the objects it sliced last open between
+// slices (at most 32 objects, 64 files; [Dir.Close] closes them), and
+// checks at each slice that the names still refer to the files it holds:
+// a slice reads what opening the files afresh would read.
 func (d *Dir) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	df, err := os.Open(d.dataPath(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	} else if err != nil {
-		return nil, fmt.Errorf("blobs: opening %s: %w", id, err)
-	}
-	of, err := os.Open(d.outboardPath(id))
+	h, size, err := d.held.acquire(id, d.dataPath(id), d.outboardPath(id))
 	if err != nil {
-		df.Close()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s has no outboard", ErrNotFound, id)
-		}
-		return nil, fmt.Errorf("blobs: opening the outboard of %s: %w", id, err)
+		return nil, err
 	}
-	fi, err := df.Stat()
+	r, err := verify.ExtractSlice(h.data, h.outboard, uint64(size), off, n)
 	if err != nil {
-		df.Close()
-		of.Close()
-		return nil, fmt.Errorf("blobs: %s: %w", id, err)
-	}
-	r, err := verify.ExtractSlice(df, of, uint64(fi.Size()), off, n)
-	if err != nil {
-		df.Close()
-		of.Close()
+		d.held.release(h)
 		return nil, fmt.Errorf("blobs: slice of %s: %w", id, err)
 	}
-	return &sliceFiles{ctx: ctx, r: r, data: df, outboard: of}, nil
+	return &sliceFiles{ctx: ctx, r: r, d: d, h: h}, nil
 }
 
 // sliceFiles is a slice being read from a Dir's files.
 type sliceFiles struct {
-	ctx            context.Context
-	r              io.Reader
-	data, outboard *os.File
+	ctx  context.Context
+	r    io.Reader
+	d    *Dir
+	h    *held
+	once sync.Once
 }
 
 func (s *sliceFiles) Read(p []byte) (int, error) {
@@ -816,6 +808,20 @@ func (s *sliceFiles) Read(p []byte) (int, error) {
 	return s.r.Read(p)
 }
 
+// Close ends the slice; a second Close does nothing.
 func (s *sliceFiles) Close() error {
-	return errors.Join(s.data.Close(), s.outboard.Close())
+	var err error
+	s.once.Do(func() { err = s.d.held.release(s.h) })
+	return err
+}
+
+// Close closes the files the Dir keeps open between slices (see
+// [Dir.Slice]); those of slices still being read close when those slices
+// do. The Dir stays usable: a later Slice opens the files again. Closing
+// is optional (files a dropped Dir kept open are closed when the garbage
+// collector finds them), but a process that opens many Dirs should close
+// each.
+func (d *Dir) Close() error {
+	d.held.closeAll()
+	return nil
 }

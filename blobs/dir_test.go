@@ -554,3 +554,31 @@ func BenchmarkVerifiedRead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSmallRead reads one 16 KiB group at a time, verified, from a
+// 4 MiB object in a Dir: the cost of a slice that is not its bytes (the
+// files' opening, the proof's pairs), as a footer read or a point lookup
+// pays it.
+func BenchmarkSmallRead(b *testing.B) {
+	const size, g = 4 << 20, verify.GroupSize
+	ctx := context.Background()
+	d, _ := openDir(b)
+	id, err := importBytes(ctx, d, randBytes(size, 11))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := verify.NewReader(ctx, d, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := make([]byte, g)
+	b.SetBytes(g)
+	b.ReportAllocs()
+	off := int64(0)
+	for b.Loop() {
+		if _, err := r.ReadAt(p, off); err != nil {
+			b.Fatal(err)
+		}
+		off = (off + 37*g) % (size - g)
+	}
+}

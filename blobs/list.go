@@ -115,6 +115,7 @@ func (d *Dir) Delete(ctx context.Context, id storageid.ID) error {
 		err = os.Remove(d.dataPath(id))
 	}
 	found := err == nil
+	d.held.forget(id)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail("removing data", err)
 	}

@@ -1,0 +1,171 @@
+package blobs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/sovm/sop-pme/storageid"
+)
+
+// maxHeld is how many objects a Dir keeps open (two files each) between
+// slices.
+const maxHeld = 32
+
+// A held object is the open .data and .obao4 files of one object, shared
+// by the slices reading it and kept by the Dir between slices.
+type held struct {
+	id             storageid.ID
+	data, outboard *os.File
+	dataFI, obFI   fs.FileInfo // what the names referred to when opened
+	refs           int         // slices reading, plus one while the Dir keeps it
+	used           uint64      // the Dir's clock at its last slice
+}
+
+// heldFiles keeps the files of the objects sliced last open, so that a
+// scan's slices (one per row group, each of a few ranges) do not open and
+// close two files each: a Slice of a held object costs two stat calls
+// instead of two opens, an fstat and two closes (measured here: 2.6 µs
+// against 9.3 µs).
+//
+// The stat calls keep it exactly as correct as opening the files afresh: a
+// held object is used only while its names still refer to the files held
+// (os.SameFile), so an object another process deleted is not found, and
+// one it replaced (a damaged copy that a later Commit repaired) is opened
+// again. Its size is that of the stat, so a file damaged in place is read
+// at its present size.
+type heldFiles struct {
+	mu    sync.Mutex
+	m     map[storageid.ID]*held
+	clock uint64
+}
+
+// acquire returns the held files of the object whose files are named data
+// and outboard, opening them if they are not held or no longer the files
+// the names refer to, and its size. The caller calls release once done.
+func (hf *heldFiles) acquire(id storageid.ID, dataPath, obPath string) (*held, int64, error) {
+	dfi, err := os.Stat(dataPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		hf.forget(id)
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	} else if err != nil {
+		return nil, 0, fmt.Errorf("blobs: opening %s: %w", id, err)
+	}
+	ofi, err := os.Stat(obPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		hf.forget(id)
+		return nil, 0, fmt.Errorf("%w: %s has no outboard", ErrNotFound, id)
+	} else if err != nil {
+		return nil, 0, fmt.Errorf("blobs: opening the outboard of %s: %w", id, err)
+	}
+
+	hf.mu.Lock()
+	if h := hf.m[id]; h != nil {
+		if os.SameFile(h.dataFI, dfi) && os.SameFile(h.obFI, ofi) {
+			h.refs++
+			hf.clock++
+			h.used = hf.clock
+			hf.mu.Unlock()
+			return h, dfi.Size(), nil
+		}
+		hf.dropLocked(h)
+	}
+	hf.mu.Unlock()
+
+	h, size, err := openHeld(id, dataPath, obPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	hf.mu.Lock()
+	defer hf.mu.Unlock()
+	if hf.m == nil {
+		hf.m = make(map[storageid.ID]*held)
+	}
+	if old := hf.m[id]; old != nil {
+		hf.dropLocked(old) // opened meanwhile by another slice: ours is fresher
+	}
+	if len(hf.m) >= maxHeld {
+		var lru *held
+		for _, o := range hf.m {
+			if lru == nil || o.used < lru.used {
+				lru = o
+			}
+		}
+		hf.dropLocked(lru)
+	}
+	h.refs = 2
+	hf.clock++
+	h.used = hf.clock
+	hf.m[id] = h
+	return h, size, nil
+}
+
+// openHeld opens an object's two files. The data file's size is taken from
+// the open file.
+func openHeld(id storageid.ID, dataPath, obPath string) (*held, int64, error) {
+	df, err := os.Open(dataPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	} else if err != nil {
+		return nil, 0, fmt.Errorf("blobs: opening %s: %w", id, err)
+	}
+	of, err := os.Open(obPath)
+	if err != nil {
+		df.Close()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, fmt.Errorf("%w: %s has no outboard", ErrNotFound, id)
+		}
+		return nil, 0, fmt.Errorf("blobs: opening the outboard of %s: %w", id, err)
+	}
+	dfi, err1 := df.Stat()
+	ofi, err2 := of.Stat()
+	if err := errors.Join(err1, err2); err != nil {
+		df.Close()
+		of.Close()
+		return nil, 0, fmt.Errorf("blobs: %s: %w", id, err)
+	}
+	return &held{id: id, data: df, outboard: of, dataFI: dfi, obFI: ofi}, dfi.Size(), nil
+}
+
+// release ends a slice's use of h.
+func (hf *heldFiles) release(h *held) error {
+	hf.mu.Lock()
+	defer hf.mu.Unlock()
+	return h.unrefLocked()
+}
+
+func (h *held) unrefLocked() error {
+	h.refs--
+	if h.refs > 0 {
+		return nil
+	}
+	return errors.Join(h.data.Close(), h.outboard.Close())
+}
+
+// dropLocked stops keeping h; its files close once no slice reads them.
+func (hf *heldFiles) dropLocked(h *held) {
+	if hf.m[h.id] == h {
+		delete(hf.m, h.id)
+		h.unrefLocked()
+	}
+}
+
+// forget stops keeping the files of id, if held.
+func (hf *heldFiles) forget(id storageid.ID) {
+	hf.mu.Lock()
+	defer hf.mu.Unlock()
+	if h := hf.m[id]; h != nil {
+		hf.dropLocked(h)
+	}
+}
+
+// closeAll stops keeping every object.
+func (hf *heldFiles) closeAll() {
+	hf.mu.Lock()
+	defer hf.mu.Unlock()
+	for _, h := range hf.m {
+		hf.dropLocked(h)
+	}
+}
