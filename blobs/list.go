@@ -88,9 +88,10 @@ func (d *Dir) List(ctx context.Context) iter.Seq2[Blob, error] {
 //
 // A process reading the object meanwhile never gets wrong bytes: on Unix a
 // file it has open stays readable after its removal, and every byte it
-// reads is verified anyway. But a reader that opens the files again for a
-// later range (a verify.Reader does, once per ReadAt) gets an error
-// matching ErrNotFound from then on.
+// reads is verified anyway. But a later slice (a verify.Reader asks for
+// one per ReadAt) gets an error matching ErrNotFound from then on, in this
+// process or another: [Dir.Slice] checks the names at each slice, even of
+// files it holds open.
 //
 // Delete removes the files; it does not overwrite them. Making the
 // ciphertext unreadable for good is forgetting its DEK.

@@ -268,8 +268,8 @@ func mustOpen(t *testing.T, path string, opts ...blobs.DirOption) *blobs.Dir {
 }
 
 // Deleting an object while it is read: a slice already open reads to its
-// end, and a verify.Reader, which opens the files again for each read,
-// then finds no object.
+// end, and a verify.Reader, which asks for a slice for each read, then
+// finds no object.
 func TestDeleteWhileReading(t *testing.T) {
 	ctx := context.Background()
 	d, path := openDir(t)
