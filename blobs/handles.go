@@ -47,18 +47,14 @@ type heldFiles struct {
 // the names refer to, and its size. The caller calls release once done.
 func (hf *heldFiles) acquire(id storageid.ID, dataPath, obPath string) (*held, int64, error) {
 	dfi, err := os.Stat(dataPath)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
 		hf.forget(id)
-		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, id)
-	} else if err != nil {
-		return nil, 0, fmt.Errorf("blobs: opening %s: %w", id, err)
+		return nil, 0, openError(id, false, err)
 	}
 	ofi, err := os.Stat(obPath)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
 		hf.forget(id)
-		return nil, 0, fmt.Errorf("%w: %s has no outboard", ErrNotFound, id)
-	} else if err != nil {
-		return nil, 0, fmt.Errorf("blobs: opening the outboard of %s: %w", id, err)
+		return nil, 0, openError(id, true, err)
 	}
 
 	hf.mu.Lock()
@@ -106,18 +102,13 @@ func (hf *heldFiles) acquire(id storageid.ID, dataPath, obPath string) (*held, i
 // the open file.
 func openHeld(id storageid.ID, dataPath, obPath string) (*held, int64, error) {
 	df, err := os.Open(dataPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, id)
-	} else if err != nil {
-		return nil, 0, fmt.Errorf("blobs: opening %s: %w", id, err)
+	if err != nil {
+		return nil, 0, openError(id, false, err)
 	}
 	of, err := os.Open(obPath)
 	if err != nil {
 		df.Close()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, fmt.Errorf("%w: %s has no outboard", ErrNotFound, id)
-		}
-		return nil, 0, fmt.Errorf("blobs: opening the outboard of %s: %w", id, err)
+		return nil, 0, openError(id, true, err)
 	}
 	dfi, err1 := df.Stat()
 	ofi, err2 := of.Stat()
@@ -127,6 +118,21 @@ func openHeld(id storageid.ID, dataPath, obPath string) (*held, int64, error) {
 		return nil, 0, fmt.Errorf("blobs: %s: %w", id, err)
 	}
 	return &held{id: id, data: df, outboard: of, dataFI: dfi, obFI: ofi}, dfi.Size(), nil
+}
+
+// openError describes a failure to stat or open the data file of id, or
+// its outboard: a missing file matches ErrNotFound.
+func openError(id storageid.ID, outboard bool, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && outboard:
+		return fmt.Errorf("%w: %s has no outboard", ErrNotFound, id)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	case outboard:
+		return fmt.Errorf("blobs: opening the outboard of %s: %w", id, err)
+	default:
+		return fmt.Errorf("blobs: opening %s: %w", id, err)
+	}
 }
 
 // release ends a slice's use of h.
