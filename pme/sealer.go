@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sovm/sop-pme/internal/codecbound"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
 )
@@ -18,6 +19,16 @@ import (
 // modules, a layout no PME writer produces, so a Sealer refuses it rather
 // than make an object DuckDB cannot read (see the DuckDB notes).
 var ErrCompressedV2 = errors.New("pme: compressed DATA_PAGE_V2 pages are not readable by DuckDB in encrypted files")
+
+// ErrUnboundedPage reports a compressed page whose own bytes do not bound
+// its decompression by its uncompressed_page_size: a zstd frame that states
+// a larger content size, or that states none and whose blocks may decode
+// to more (a streaming compressor's output can); a snappy page whose
+// decoded length is not its size. The reader refuses such pages, since the
+// decompressors allocate what those bytes say (see the reader's page
+// checks), so a Sealer refuses them rather than make an object no
+// SOP-PME-1 reader of this library opens.
+var ErrUnboundedPage = errors.New("pme: compressed page whose bytes do not bound its decompressed size")
 
 // ErrPlaintextParquet reports input to a Sealer that is not a plaintext
 // Parquet file it can seal: no "PAR1" at both ends, an encrypted file, a
@@ -34,7 +45,8 @@ var ErrCodec = errors.New("pme: compression codec not readable by every SOP-PME-
 // A ColumnError is a Sealer's refusal of one column chunk: RowGroup is the
 // index of its row group in the file AddFile was given, Column names the
 // column (its dotted path_in_schema), and Err, which it wraps, says why
-// (ErrCompressedV2, ErrCodec, ErrPlaintextParquet, ErrTooLarge, ...).
+// (ErrCompressedV2, ErrCodec, ErrUnboundedPage, ErrPlaintextParquet,
+// ErrTooLarge, ...).
 type ColumnError struct {
 	RowGroup int
 	Column   string
@@ -421,6 +433,14 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap,
 		body := s.body[:csize]
 		if _, err := r.ReadAt(body, off+int64(n)); err != nil {
 			return nil, fmt.Errorf("pme: reading page at %d: %w", off, err)
+		}
+		if t, _ := hdr.I32(phType); t != pageDataV2 {
+			// A V2 page here is uncompressed (or its codec is): nothing is
+			// decompressed.
+			if err := codecbound.Check(codec, body, int(usize)); err != nil {
+				clear(body)
+				return nil, fmt.Errorf("%w: page at %d: %w", ErrUnboundedPage, off, err)
+			}
 		}
 		m.pages[off] = s.pos
 		if s.sealed, err = s.dek.Seal(s.sealed[:0], s.hdr[:n]); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/sovm/sop-pme/internal/codecbound"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -61,6 +62,10 @@ type chunkInfo struct {
 //     compressed_page_size;
 //   - num_values (and a V2 page's num_nulls, num_rows and level lengths)
 //     are not negative and agree with each other and with the page size;
+//   - its compressed bytes bound their decompression by its uncompressed
+//     size (package internal/codecbound: a zstd frame's content size or
+//     blocks, a snappy page's length; arrow-go's decoders allocate what
+//     those say);
 //   - the data pages' num_values add up to ColumnMetaData.num_values, and,
 //     for a column that is not repeated, to RowGroup.num_rows (a V2 page's
 //     num_rows for any column): every column of a row group yields the
@@ -116,10 +121,15 @@ func checkPages(ct, plain []byte, info chunkInfo) error {
 		if err != nil || n < 0 {
 			return fail(page, "num_values missing or negative")
 		}
+		// What the decompressor will read, and the size it must come to.
+		compressed, size := mods[1], int(usize)
 		switch typ {
 		case pageDictionary:
 			if page != 0 {
 				return fail(page, "a dictionary page that is not the chunk's first")
+			}
+			if err := codecbound.Check(int32(info.codec), compressed, size); err != nil {
+				return fail(page, "%v", err)
 			}
 			continue
 		case pageData:
@@ -141,10 +151,21 @@ func checkPages(ct, plain []byte, info chunkInfo) error {
 				return fail(page, "data page V2 of %d values, %d nulls, %d rows, levels of %d and %d bytes in %d", n, nulls, nrows, def, rep, csize)
 			}
 			// is_compressed is optional and true by default.
-			if v := sh.Field(v2Compressed); v != nil && v.Type == thrift.TypeBool && v.Int == 0 && usize != csize {
-				return fail(page, "an uncompressed V2 page of %d bytes claims %d uncompressed", csize, usize)
+			if v := sh.Field(v2Compressed); v != nil && v.Type == thrift.TypeBool && v.Int == 0 {
+				if usize != csize {
+					return fail(page, "an uncompressed V2 page of %d bytes claims %d uncompressed", csize, usize)
+				}
+				compressed = nil // nothing to decompress
+			} else {
+				// The levels are never compressed.
+				compressed, size = compressed[def+rep:], int(usize-def-rep)
 			}
 			rows += int64(nrows)
+		}
+		if compressed != nil {
+			if err := codecbound.Check(int32(info.codec), compressed, size); err != nil {
+				return fail(page, "%v", err)
+			}
 		}
 		values += int64(n)
 	}

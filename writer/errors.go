@@ -31,7 +31,9 @@ var (
 	// ErrNotSealable reports a plaintext Parquet file that SealFile cannot
 	// turn into an object byte for byte, though it may be a sound file:
 	// pages DuckDB cannot read in an encrypted file (pme.ErrCompressedV2),
-	// a codec not every reader decompresses (pme.ErrCodec), a page or a
+	// a codec not every reader decompresses (pme.ErrCodec), a compressed
+	// page whose bytes do not bound its decompression (pme.ErrUnboundedPage,
+	// such as a streaming zstd compressor's large frames), a page or a
 	// row-group count beyond the format's limits (pme.ErrTooLarge), or a
 	// field that needs an ID and has no schema element of its own to carry
 	// it. The error wraps the cause. Re-encoding the rows (WriteRecords)

@@ -192,7 +192,7 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 
 // sealError marks the Sealer's refusals of a sound file ErrNotSealable.
 func sealError(err error) error {
-	for _, cause := range []error{pme.ErrCompressedV2, pme.ErrCodec, pme.ErrTooLarge} {
+	for _, cause := range []error{pme.ErrCompressedV2, pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge} {
 		if errors.Is(err, cause) {
 			return fmt.Errorf("%w: %w", ErrNotSealable, err)
 		}

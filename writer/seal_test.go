@@ -426,6 +426,23 @@ func setCodec(codec int32) func(md *thrift.Struct) {
 	}
 }
 
+// bumpSnappyLength returns an edit that adds one to the decoded length that
+// the snappy body of the file's first page starts with (a varint whose
+// first byte is not 0x7f or 0xff, so that its length stays).
+func bumpSnappyLength(t *testing.T) func(b []byte) {
+	return func(b []byte) {
+		_, n, err := thrift.Decode(b[4:], thrift.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := b[4+n:]
+		if body[0]&0x7f == 0x7f {
+			t.Fatal("the first page's length byte would carry: pick another table")
+		}
+		body[0]++
+	}
+}
+
 // TestSealFileRefusals: bad input and files the sealer cannot take get
 // typed errors, and nothing is published: a refusal found while sealing
 // aborts the staged import.
@@ -457,6 +474,9 @@ func TestSealFileRefusals(t *testing.T) {
 		message string
 	}{
 		"compressed V2": {file: v2, want: []error{writer.ErrNotSealable, pme.ErrCompressedV2}, column: "id", staged: true},
+		// The first page's snappy length one more than its size: a
+		// decompressor would allocate what it says.
+		"snappy length": {file: clone(good, bumpSnappyLength(t)), want: []error{writer.ErrNotSealable, pme.ErrUnboundedPage}, column: "id", staged: true},
 		// The file as it is, but a codec DuckDB or arrow-go cannot read.
 		"LZ4 (Hadoop)": {file: editFooter(t, good, setCodec(5)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
 		"LZO":          {file: editFooter(t, good, setCodec(3)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},

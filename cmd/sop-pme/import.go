@@ -304,6 +304,8 @@ func notSealableWhy(err error) string {
 		return where + "compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an encrypted file"
 	case errors.Is(err, pme.ErrCodec):
 		return where + "a codec DuckDB or arrow-go cannot read"
+	case errors.Is(err, pme.ErrUnboundedPage):
+		return where + "compressed pages whose bytes do not bound their decompressed size, which readers refuse"
 	case errors.Is(err, pme.ErrTooLarge):
 		return where + "beyond SOP-PME-1's limits on pages and row groups"
 	case errors.Is(err, writer.ErrFieldID):

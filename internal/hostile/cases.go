@@ -302,6 +302,36 @@ func Cases() []Case {
 				o.Footer.Set(100, emptyStructs(1<<20))
 				return o.SealPadded(dek)
 			}},
+		// The decompressors take sizes from the compressed bytes, which the
+		// producer writes: those bytes must bound what they decode to by
+		// the page's uncompressed_page_size before arrow-go decodes them.
+		{"page-zstd-content-size", "a zstd page's frames state at most its uncompressed size (here 60 GiB in 20 bytes, which klauspost/compress allocates)", reader.ErrFormat, nil,
+			codecPage(writer.Zstd, func(body []byte) []byte {
+				b := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)
+				b = append(b, 0xC0, 0x50) // an 8-byte content size, a 1 MiB window
+				b = binary.LittleEndian.AppendUint64(b, 60<<30)
+				h := uint32(3<<3 | 1) // one raw block of 3 bytes, the last
+				return append(b, byte(h), byte(h>>8), byte(h>>16), 'a', 'b', 'c')
+			})},
+		{"page-zstd-no-content-size", "a zstd frame without a content size has blocks that decode to at most the page's size (here 4 GiB of RLE blocks in 128 KiB)", reader.ErrFormat, nil,
+			codecPage(writer.Zstd, func(body []byte) []byte {
+				b := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)
+				b = append(b, 0x00, 0x50) // no content size, a 1 MiB window
+				const blocks = 32 << 10
+				for i := range blocks {
+					h := uint32((128<<10)-1)<<3 | 1<<1 // RLE
+					if i == blocks-1 {
+						h |= 1
+					}
+					b = append(b, byte(h), byte(h>>8), byte(h>>16), 'x')
+				}
+				return b
+			})},
+		{"page-snappy-length", "a snappy page's decoded length is its uncompressed size (here 4 GiB, which the decoder allocates)", reader.ErrFormat, nil,
+			codecPage(writer.Snappy, func(body []byte) []byte {
+				_, k := binary.Uvarint(body)
+				return append([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, body[k:]...)
+			})},
 		{"footer-values-at-limit", "a footer of one value per two bytes (empty structs and padding, in fields no reader knows) costs a small multiple of its size", nil, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 10)
@@ -489,6 +519,24 @@ func onePage(edit func(o *Object) error) func(pme.DEK) ([]byte, error) {
 		if err := edit(o); err != nil {
 			return nil, err
 		}
+		return o.SealPadded(dek)
+	}
+}
+
+// codecPage returns a Build that replaces the body of the first page of a
+// flat object's first column, compressed with codec, by edit's result,
+// keeping its uncompressed_page_size.
+func codecPage(codec writer.Codec, edit func(body []byte) []byte) func(pme.DEK) ([]byte, error) {
+	return func(dek pme.DEK) ([]byte, error) {
+		o, err := Base("flat", 200, writer.WithDictionary(false), writer.WithCodec(codec))
+		if err != nil {
+			return nil, err
+		}
+		p := &o.Chunks[0][0].Pages[0]
+		if p.Type() != PageData {
+			return nil, errors.New("hostile: the base column's first page is not a data page")
+		}
+		p.SetBody(edit(p.Body), -1)
 		return o.SealPadded(dek)
 	}
 }
