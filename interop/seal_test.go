@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -383,8 +382,9 @@ func TestSealDuckDBFiles(t *testing.T) {
 
 // TestSealArrowGoFiles seals files arrow-go writes: every covered type,
 // several row groups and pages, dictionaries, page indexes and bloom
-// filters, with every codec arrow-go writes and DuckDB reads, and with
-// uncompressed V2 pages.
+// filters, with every codec arrow-go writes and DuckDB reads, and with V2
+// pages, uncompressed (sealed as they are) and compressed (rewritten as V1
+// ones).
 func TestSealArrowGoFiles(t *testing.T) {
 	st := newStore(t)
 	schema := allTypesSchema()
@@ -397,6 +397,9 @@ func TestSealArrowGoFiles(t *testing.T) {
 		"brotli":          {parquet.WithCompression(compress.Codecs.Brotli)},
 		"lz4raw":          {parquet.WithCompression(compress.Codecs.Lz4Raw)},
 		"uncompressed-v2": {parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDataPageVersion(parquet.DataPageV2)},
+		// Compressed V2 pages, rewritten as V1 ones.
+		"zstd-v2":   {parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDataPageVersion(parquet.DataPageV2)},
+		"brotli-v2": {parquet.WithCompression(compress.Codecs.Brotli), parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithDictionaryDefault(false)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			props = append(props, parquet.WithMaxRowGroupLength(1800), parquet.WithDataPageSize(2048),
@@ -433,9 +436,8 @@ func TestSealArrowGoFiles(t *testing.T) {
 // gen.py): flat and nested types, V1 and uncompressed V2 pages, snappy,
 // zstd, gzip, brotli and LZ4_RAW, page indexes, byte-stream-split and delta
 // encodings, with no field IDs or some. The file with compressed V2 pages is
-// refused, naming a column, publishes nothing, and re-encoding it (pqarrow
-// and the writer, as sop-pme import falls back to) makes an object DuckDB
-// reads as it reads the file.
+// sealed too, its V2 pages rewritten as V1 ones, which DuckDB reads in an
+// encrypted file.
 func TestSealPyarrowFiles(t *testing.T) {
 	files, err := filepath.Glob("testdata/pyarrow/*.parquet")
 	if err != nil || len(files) < 7 {
@@ -447,20 +449,6 @@ func TestSealPyarrowFiles(t *testing.T) {
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			_, ci, oi := counts(plainMeta(t, in))
 			pageIndexes += ci + oi
-			if strings.HasSuffix(in, "flat-snappy-v2.parquet") {
-				before := storeObjects(t, st)
-				_, err := sealPath(t, st, in, writer.WithAssignFieldIDs())
-				var ce *pme.ColumnError
-				if !errors.Is(err, writer.ErrNotSealable) || !errors.Is(err, pme.ErrCompressedV2) || !errors.As(err, &ce) || ce.Column == "" {
-					t.Fatalf("got %v, want ErrNotSealable and ErrCompressedV2 naming the column", err)
-				}
-				if n := storeObjects(t, st); n != before {
-					t.Fatalf("%d objects in the store after the refusal, %d before", n, before)
-				}
-				obj := reencode(t, st, in)
-				checkObjectAgainst(t, st, in, obj, false)
-				return
-			}
 			obj, err := sealPath(t, st, in, writer.WithAssignFieldIDs())
 			if err != nil {
 				t.Fatal(err)
@@ -471,47 +459,6 @@ func TestSealPyarrowFiles(t *testing.T) {
 	if pageIndexes == 0 {
 		t.Error("no pyarrow file has a page index: dropping them is not tested")
 	}
-}
-
-// reencode imports a plaintext Parquet file by re-encoding its rows: pqarrow
-// reads them, field IDs are assigned, and the writer writes them.
-func reencode(t *testing.T, st *store, in string) object {
-	t.Helper()
-	f, err := os.Open(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Release()
-	schema, err := writer.AssignFieldIDs(rr.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	for rr.Next() {
-		r := rr.RecordBatch()
-		recs = append(recs, array.NewRecordBatch(schema, r.Columns(), r.NumRows()))
-	}
-	if err := rr.Err(); err != nil {
-		t.Fatal(err)
-	}
-	obj := writeObject(t, st, schema, recs)
-	for _, r := range recs {
-		r.Release()
-	}
-	return obj
 }
 
 // TestSealLZ4Hadoop: the deprecated LZ4 codec (CompressionCodec 5, Hadoop

@@ -14,10 +14,14 @@ import (
 	"github.com/sovm/sop-pme/padme"
 )
 
-// ErrCompressedV2 reports a compressed DATA_PAGE_V2 page. DuckDB 1.5.6 reads
-// the levels and the values of such a page in an encrypted file as two
-// modules, a layout no PME writer produces, so a Sealer refuses it rather
-// than make an object DuckDB cannot read (see the DuckDB notes).
+// ErrCompressedV2 reported a compressed DATA_PAGE_V2 page, which a Sealer
+// refused: DuckDB 1.5.6 reads the levels and the values of such a page in an
+// encrypted file as two modules, a layout no PME writer produces (see the
+// DuckDB notes).
+//
+// Deprecated: a Sealer no longer returns it. It rewrites such a page as
+// the DATA_PAGE (V1) that holds the same levels and values, decompressing
+// and compressing again its values only (see Sealer.RewrittenPages).
 var ErrCompressedV2 = errors.New("pme: compressed DATA_PAGE_V2 pages are not readable by DuckDB in encrypted files")
 
 // ErrUnboundedPage reports a compressed page whose own bytes do not bound
@@ -45,8 +49,7 @@ var ErrCodec = errors.New("pme: compression codec not readable by every SOP-PME-
 // A ColumnError is a Sealer's refusal of one column chunk: RowGroup is the
 // index of its row group in the file AddFile was given, Column names the
 // column (its dotted path_in_schema), and Err, which it wraps, says why
-// (ErrCompressedV2, ErrCodec, ErrUnboundedPage, ErrPlaintextParquet,
-// ErrTooLarge, ...).
+// (ErrCodec, ErrUnboundedPage, ErrPlaintextParquet, ErrTooLarge, ...).
 type ColumnError struct {
 	RowGroup int
 	Column   string
@@ -97,6 +100,7 @@ type chunkMap struct {
 	plain        Span
 	obj          Span
 	uncompressed int64           // DuckDB's total_uncompressed_size: header modules + uncompressed pages
+	rewritten    bool            // some of its V2 pages were rewritten as V1 ones (see rewriteV2)
 	pages        map[int64]int64 // plaintext offset of a page header → object offset of its module
 }
 
@@ -113,6 +117,9 @@ const maxPlainFooter = 256 << 20
 //
 // Each file added (AddFile) contributes its row groups, in order, but for
 // those without rows, which are left out; the files must share one schema.
+// A compressed DATA_PAGE_V2 page, which DuckDB cannot read in an encrypted
+// file, is rewritten as the DATA_PAGE (V1) of the same levels and values
+// (see RewrittenPages); every other page is sealed byte for byte.
 // Every page header and every page body becomes a module of its own, sealed
 // under the DEK with a fresh nonce and the empty AAD. Page header bytes are
 // sealed unchanged: their compressed_page_size is the plaintext body length,
@@ -126,21 +133,27 @@ const maxPlainFooter = 256 << 20
 //
 // The writer encodes row groups into files of their own, in parallel, and
 // seals them here in order; the command line seals existing Parquet files
-// here directly. A Sealer holds at most one page of plaintext at a time. It
-// is not safe for concurrent use; its errors are sticky.
+// here directly. A Sealer holds at most one page of plaintext at a time (a
+// V2 page it rewrites, twice: uncompressed and compressed again; pages are
+// at most MaxPageSize). It is not safe for concurrent use; its errors are
+// sticky.
 type Sealer struct {
-	dek     DEK
-	out     io.Writer
-	pos     int64 // bytes written to out: the object offset of the next module
-	meta    *thrift.Struct
-	schema  []byte // the encoded schema of the first file
-	rgs     []thrift.Value
-	numRows int64
-	hdr     []byte // plaintext page header window
-	body    []byte // plaintext page body
-	sealed  []byte
-	onRG    func(SealedRowGroup) error
-	err     error
+	dek       DEK
+	out       io.Writer
+	pos       int64 // bytes written to out: the object offset of the next module
+	meta      *thrift.Struct
+	schema    []byte // the encoded schema of the first file
+	rgs       []thrift.Value
+	numRows   int64
+	hdr       []byte // plaintext page header window
+	body      []byte // plaintext page body
+	sealed    []byte
+	levels    []levels // of the leaf columns, from the first file's schema
+	v1, v1c   []byte   // a rewritten V2 page's body, plain and compressed
+	v1hdr     []byte   // and its header
+	rewritten int64    // V2 pages rewritten as V1 ones
+	onRG      func(SealedRowGroup) error
+	err       error
 }
 
 // SealedRowGroup describes a row group a Sealer has just sealed, for
@@ -162,6 +175,11 @@ func NewSealer(out io.Writer, dek DEK) *Sealer {
 // OnRowGroup makes the Sealer call fn after each row group it seals. An
 // error from fn stops the Sealer: AddFile returns it, and it is sticky.
 func (s *Sealer) OnRowGroup(fn func(SealedRowGroup) error) { s.onRG = fn }
+
+// RewrittenPages returns how many compressed DATA_PAGE_V2 pages the Sealer
+// has rewritten as DATA_PAGE (V1) ones so far: the only pages it does not
+// seal byte for byte (see ErrCompressedV2).
+func (s *Sealer) RewrittenPages() int64 { return s.rewritten }
 
 // Offset returns the number of object bytes written so far.
 func (s *Sealer) Offset() int64 { return s.pos }
@@ -257,6 +275,9 @@ func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
 	}
 	schema := thrift.NewStruct(thrift.Field{ID: fmdSchema, Value: *sv}).Append(nil)
 	if s.meta == nil {
+		if s.levels, err = leafLevels(sv.List.Items); err != nil {
+			return s.fail(err)
+		}
 		for _, kv := range keyValues(meta) {
 			if padme.IsReserved(kv) {
 				return s.fail(fmt.Errorf("%w: footer metadata key %q is reserved for padding", ErrPlaintextParquet, kv))
@@ -347,9 +368,15 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int
 		if err != nil || span.End() > size-8 {
 			return 0, fmt.Errorf("%w: column %d: chunk [%d, %d) outside the file: %v", ErrPlaintextParquet, j, span.Off, span.End(), err)
 		}
-		m, err := s.sealChunk(r, span, md)
+		if j >= len(s.levels) {
+			return 0, fmt.Errorf("%w: column %d of a schema of %d", ErrPlaintextParquet, j, len(s.levels))
+		}
+		m, err := s.sealChunk(r, span, md, s.levels[j])
 		if err != nil {
 			return 0, &ColumnError{Column: columnPath(md, j), Err: err}
+		}
+		if m.rewritten {
+			noteV1(md)
 		}
 		data, _ := md.I64(cmdDataPageOffset)
 		newData, ok := m.pages[data]
@@ -394,7 +421,7 @@ func columnPath(md *thrift.Struct, j int) string {
 
 // sealChunk seals the pages of the column chunk c of r, a header module and
 // a body module each, one page in memory at a time.
-func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap, error) {
+func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) (*chunkMap, error) {
 	codec, err := md.I32(cmdCodec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: codec: %w", ErrPlaintextParquet, err)
@@ -416,15 +443,13 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap,
 		if csize > MaxPageSize || usize > MaxPageSize {
 			return nil, fmt.Errorf("%w: page at %d of %d bytes (%d uncompressed); readers decode at most %d", ErrTooLarge, off, csize, usize, MaxPageSize)
 		}
+		v2 := false // a compressed V2 page, which is rewritten
 		if t, _ := hdr.I32(phType); t == pageDataV2 && codec != codecUncompressed {
-			compressed := true // DataPageHeaderV2.is_compressed defaults to true
-			if v2, err := hdr.Struct(phDataPageV2); err == nil {
-				if b, err := v2.Bool(dph2IsCompressed); err == nil {
-					compressed = b
+			v2 = true // DataPageHeaderV2.is_compressed defaults to true
+			if h, err := hdr.Struct(phDataPageV2); err == nil {
+				if b, err := h.Bool(dph2IsCompressed); err == nil {
+					v2 = b
 				}
-			}
-			if compressed {
-				return nil, ErrCompressedV2
 			}
 		}
 		if cap(s.body) < int(csize) {
@@ -434,16 +459,26 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap,
 		if _, err := r.ReadAt(body, off+int64(n)); err != nil {
 			return nil, fmt.Errorf("pme: reading page at %d: %w", off, err)
 		}
-		if t, _ := hdr.I32(phType); t != pageDataV2 {
-			// A V2 page here is uncompressed (or its codec is): nothing is
-			// decompressed.
+		header, plainSize := s.hdr[:n], usize
+		switch t, _ := hdr.I32(phType); {
+		case v2:
+			h, b, u, err := s.rewriteV2(hdr, body, codec, lv)
+			clear(body)
+			if err != nil {
+				return nil, fmt.Errorf("page at %d: %w", off, err)
+			}
+			header, body, plainSize = h, b, u
+			m.rewritten = true
+			s.rewritten++
+		case t != pageDataV2:
+			// (An uncompressed V2 page has nothing to decompress.)
 			if err := codecbound.Check(codec, body, int(usize)); err != nil {
 				clear(body)
 				return nil, fmt.Errorf("%w: page at %d: %w", ErrUnboundedPage, off, err)
 			}
 		}
 		m.pages[off] = s.pos
-		if s.sealed, err = s.dek.Seal(s.sealed[:0], s.hdr[:n]); err != nil {
+		if s.sealed, err = s.dek.Seal(s.sealed[:0], header); err != nil {
 			return nil, fmt.Errorf("sealing page header at %d: %w", off, err)
 		}
 		if s.sealed, err = s.dek.Seal(s.sealed, body); err != nil {
@@ -453,7 +488,7 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct) (*chunkMap,
 		if err := s.emit(s.sealed); err != nil {
 			return nil, err
 		}
-		m.uncompressed += int64(n+Overhead) + int64(usize)
+		m.uncompressed += int64(len(header)+Overhead) + int64(plainSize)
 		off += int64(n) + int64(csize)
 	}
 	m.obj.Len = s.pos - m.obj.Off

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -55,14 +56,20 @@ func TestSealerRowGroups(t *testing.T) {
 }
 
 // TestSealerColumnError: a refused column chunk is named, with its row
-// group, in a *pme.ColumnError; codecs other than those DuckDB and arrow-go
-// both read are refused with ErrCodec.
+// group, in a *pme.ColumnError (here a snappy page whose decoded length is
+// not its size); codecs other than those DuckDB and arrow-go both read are
+// refused with ErrCodec.
 func TestSealerColumnError(t *testing.T) {
 	sc := arrow.NewSchema([]arrow.Field{{Name: "deep", Type: arrow.StructOf(arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64})}}, nil)
-	p := plaintextProps(t, sc, 100, nil, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy))
-	_, _, err := seal(t, pme.NewDEK(), p)
+	p := plaintextProps(t, sc, 100, nil, parquet.WithCompression(compress.Codecs.Snappy))
+	_, n, err := thrift.Decode(p[4:], thrift.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p[4+n]++ // the first page's snappy length, one more than its size
+	_, _, err = seal(t, pme.NewDEK(), p)
 	var ce *pme.ColumnError
-	if !errors.As(err, &ce) || ce.Column != "deep.v" || ce.RowGroup != 0 || !errors.Is(err, pme.ErrCompressedV2) {
+	if !errors.As(err, &ce) || ce.Column != "deep.v" || ce.RowGroup != 0 || !errors.Is(err, pme.ErrUnboundedPage) {
 		t.Fatalf("got %v, want a ColumnError for deep.v in row group 0", err)
 	}
 	for _, c := range []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy, compress.Codecs.Gzip, compress.Codecs.Brotli, compress.Codecs.Zstd, compress.Codecs.Lz4Raw} {

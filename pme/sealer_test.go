@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -241,16 +242,50 @@ func TestSealErrors(t *testing.T) {
 		}
 	})
 	t.Run("compressed V2", func(t *testing.T) {
-		schema := arrow.NewSchema([]arrow.Field{{Name: "deep", Type: arrow.StructOf(arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64})}}, nil)
-		p := plaintextProps(t, schema, 100, nil, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Zstd))
-		_, _, err := seal(t, k, p)
-		if !errors.Is(err, pme.ErrCompressedV2) || !strings.Contains(err.Error(), "deep.v") {
-			t.Fatalf("got %v, want ErrCompressedV2 naming deep.v", err)
-		}
-		// Uncompressed V2 pages are fine.
-		p = plaintextProps(t, schema, 100, nil, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Uncompressed))
-		if _, _, err := seal(t, k, p); err != nil {
+		// Rewritten as V1 pages: their headers say DATA_PAGE, the chunk's
+		// encodings gain RLE (the V1 levels), and nothing else is
+		// rewritten. TestSealFileV2 (package writer) reads them back.
+		schema := arrow.NewSchema([]arrow.Field{{Name: "deep", Type: arrow.StructOf(arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true})}}, nil)
+		p := plaintextProps(t, schema, 100, nil, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(false))
+		var out bytes.Buffer
+		s := pme.NewSealer(&out, k)
+		if err := s.AddFile(bytes.NewReader(p), int64(len(p))); err != nil {
 			t.Fatal(err)
+		}
+		f, err := s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.RewrittenPages() != 1 {
+			t.Fatalf("%d pages rewritten, want 1", s.RewrittenPages())
+		}
+		chunks, err := f.ColumnChunks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := k.OpenModules(nil, out.Bytes()[chunks[0][0].Off:chunks[0][0].End()])
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdr, _, err := thrift.Decode(plain, thrift.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ, _ := hdr.I32(1); typ != 0 || hdr.Field(5) == nil || hdr.Field(8) != nil {
+			t.Fatalf("rewritten page header %v; want a DATA_PAGE with data_page_header", hdr)
+		}
+		cmd, err := parseFooter(t, f).RowGroup(0).ColumnChunk(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(cmd.Encodings(), parquet.Encodings.RLE) {
+			t.Errorf("encodings %v lack RLE", cmd.Encodings())
+		}
+		// Uncompressed V2 pages are sealed as they are.
+		p = plaintextProps(t, schema, 100, nil, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Uncompressed))
+		s = pme.NewSealer(io.Discard, k)
+		if err := s.AddFile(bytes.NewReader(p), int64(len(p))); err != nil || s.RewrittenPages() != 0 {
+			t.Fatalf("uncompressed V2: %v, %d pages rewritten", err, s.RewrittenPages())
 		}
 	})
 }

@@ -30,7 +30,6 @@ var (
 	ErrEncode = errors.New("writer: Parquet encoding failed")
 	// ErrNotSealable reports a plaintext Parquet file that SealFile cannot
 	// turn into an object byte for byte, though it may be a sound file:
-	// pages DuckDB cannot read in an encrypted file (pme.ErrCompressedV2),
 	// a codec not every reader decompresses (pme.ErrCodec), a compressed
 	// page whose bytes do not bound its decompression (pme.ErrUnboundedPage,
 	// such as a streaming zstd compressor's large frames), a page or a

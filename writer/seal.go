@@ -161,6 +161,7 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 		prog.BytesIn += g.PlainBytes
 		prog.RowGroups++
 		prog.BytesOut = out.n.Load()
+		prog.RewrittenPages = sealer.RewrittenPages()
 		if cfg.progress != nil {
 			cfg.progress(prog)
 		}
@@ -192,7 +193,7 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 
 // sealError marks the Sealer's refusals of a sound file ErrNotSealable.
 func sealError(err error) error {
-	for _, cause := range []error{pme.ErrCompressedV2, pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge} {
+	for _, cause := range []error{pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge} {
 		if errors.Is(err, cause) {
 			return fmt.Errorf("%w: %w", ErrNotSealable, err)
 		}

@@ -24,8 +24,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/klauspost/compress/zstd"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
@@ -450,7 +452,6 @@ func TestSealFileRefusals(t *testing.T) {
 	_, rec := testTable(t, 3000, "")
 	defer rec.Release()
 	good := plainParquet(t, rec, parquet.WithMaxRowGroupLength(1000), parquet.WithCompression(compress.Codecs.Snappy))
-	v2 := plainParquet(t, rec, parquet.WithMaxRowGroupLength(1000), parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Zstd))
 	v2plain := plainParquet(t, rec, parquet.WithMaxRowGroupLength(1000), parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Uncompressed))
 	clone := func(b []byte, f func([]byte)) []byte { b = bytes.Clone(b); f(b); return b }
 	reserved := func() []byte {
@@ -473,7 +474,6 @@ func TestSealFileRefusals(t *testing.T) {
 		staged  bool   // refused after the import was staged
 		message string
 	}{
-		"compressed V2": {file: v2, want: []error{writer.ErrNotSealable, pme.ErrCompressedV2}, column: "id", staged: true},
 		// The first page's snappy length one more than its size: a
 		// decompressor would allocate what it says.
 		"snappy length": {file: clone(good, bumpSnappyLength(t)), want: []error{writer.ErrNotSealable, pme.ErrUnboundedPage}, column: "id", staged: true},
@@ -524,6 +524,120 @@ func TestSealFileRefusals(t *testing.T) {
 		sameRows(t, want, got)
 		want.Release()
 		got.Release()
+	}
+}
+
+// TestSealFileV2: compressed DATA_PAGE_V2 pages, which DuckDB cannot read
+// in an encrypted file, are rewritten as V1 pages (their values
+// decompressed and compressed again), for every codec, with and without
+// dictionaries, in nested, optional and required columns, over many pages:
+// the object is conformant and reads as the file does, and Progress counts
+// the pages rewritten.
+func TestSealFileV2(t *testing.T) {
+	_, rec := testTable(t, 3000, "")
+	defer rec.Release()
+	required := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Metadata: fieldID(1)},
+		{Name: "s", Type: arrow.BinaryTypes.String, Metadata: fieldID(2)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, required)
+	for i := range 5000 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i * i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i%37))
+	}
+	req := b.NewRecordBatch()
+	b.Release()
+	defer req.Release()
+	for _, c := range []compress.Compression{compress.Codecs.Zstd, compress.Codecs.Snappy, compress.Codecs.Gzip, compress.Codecs.Brotli, compress.Codecs.Lz4Raw} {
+		for _, dict := range []bool{true, false} {
+			for name, r := range map[string]arrow.RecordBatch{"nested": rec, "required": req} {
+				t.Run(fmt.Sprintf("%v/dictionary=%v/%s", c, dict, name), func(t *testing.T) {
+					f := plainParquet(t, r, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(c),
+						parquet.WithDictionaryDefault(dict), parquet.WithDataPageSize(2048), parquet.WithMaxRowGroupLength(1200))
+					st := memstore.New()
+					var rewritten int64
+					obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(f), int64(len(f)),
+						writer.WithProgress(func(p writer.Progress) { rewritten = p.RewrittenPages }))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if rewritten < 10 {
+						t.Errorf("%d pages rewritten; the file has more V2 pages than that", rewritten)
+					}
+					_, want := readPlain(t, f)
+					_, got := readSealed(t, st, obj)
+					sameRows(t, want, got)
+					want.Release()
+					got.Release()
+				})
+			}
+		}
+	}
+}
+
+// streamZstd returns a compressor that writes a page as klauspost/compress's
+// streaming zstd writer does: a frame without a content size, flushed
+// (ending a block) every flush bytes if flush > 0.
+func streamZstd(t *testing.T, flush int) func([]byte) []byte {
+	return func(page []byte) []byte {
+		var out bytes.Buffer
+		w, err := zstd.NewWriter(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(page) > 0 {
+			k := len(page)
+			if flush > 0 {
+				k = min(k, flush)
+			}
+			w.Write(page[:k])
+			page = page[k:]
+			if flush > 0 {
+				w.Flush()
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+}
+
+// TestSealFileStreamingZstd: pages of a streaming zstd compressor, frames
+// without a content size, are sealed when their blocks bound what they
+// decode to (full blocks of 128 KiB), and refused with ErrUnboundedPage,
+// naming the column, when they do not (a block every 256 bytes, each of
+// which could decode to 128 KiB); arrow-go reads both files.
+func TestSealFileStreamingZstd(t *testing.T) {
+	_, rec := testTable(t, 4000, "")
+	defer rec.Release()
+	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithMaxRowGroupLength(2000), parquet.WithDataPageSize(256<<10))
+	whole, err := plainedit.Recompress(plain, int32(compress.Codecs.Zstd), streamZstd(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want := readPlain(t, whole)
+	defer want.Release()
+	st := memstore.New()
+	obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(whole), int64(len(whole)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got := readSealed(t, st, obj)
+	sameRows(t, want, got)
+	got.Release()
+
+	flushy, err := plainedit.Recompress(plain, int32(compress.Codecs.Zstd), streamZstd(t, 256), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, again := readPlain(t, flushy)
+	sameRows(t, want, again)
+	again.Release()
+	_, err = writer.SealFile(context.Background(), st, bytes.NewReader(flushy), int64(len(flushy)))
+	var ce *pme.ColumnError
+	if !errors.Is(err, writer.ErrNotSealable) || !errors.Is(err, pme.ErrUnboundedPage) || !errors.As(err, &ce) || ce.RowGroup != 1 {
+		t.Fatalf("got %v; want ErrNotSealable and ErrUnboundedPage naming a column of row group 1", err)
 	}
 }
 

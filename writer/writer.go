@@ -220,6 +220,10 @@ type Progress struct {
 	// RowGroups counts the row groups encoded, sealed and handed to the
 	// store.
 	RowGroups int
+	// RewrittenPages counts, in SealFile, the compressed DATA_PAGE_V2 pages
+	// rewritten as DATA_PAGE (V1) ones, the only pages it does not seal
+	// byte for byte (see pme.ErrCompressedV2). The Writer leaves it 0.
+	RewrittenPages int64
 }
 
 // Progress returns the Writer's progress so far. Like every method of a

@@ -49,6 +49,10 @@ type importResult struct {
 	// again: writer.WriteRecords), and ReencodeReason why not sealed.
 	Path           string `json:"path"`
 	ReencodeReason string `json:"reencode_reason,omitempty"`
+	// RewrittenPages counts, on the sealed path, the compressed V2 pages
+	// rewritten as V1 ones (DuckDB cannot read them in an encrypted file):
+	// their values decompressed and compressed again, nothing decoded.
+	RewrittenPages int64 `json:"rewritten_pages,omitempty"`
 }
 
 // The import paths.
@@ -237,11 +241,11 @@ stderr), once the object is written.
 				return about(k.ring.Path(), err)
 			}
 			if how == pathSealed {
-				m.done("sealed %d rows of %s byte for byte (%s in, %s object)", prog.Rows, name, mb(m.n.Load()), mb(int64(obj.Size)))
+				m.done("sealed %d rows of %s byte for byte%s (%s in, %s object)", prog.Rows, name, rewritten(prog.RewrittenPages), mb(m.n.Load()), mb(int64(obj.Size)))
 			} else {
 				m.done("imported %d rows from %s, re-encoded: %s (%s in, %s object)", prog.Rows, name, why, mb(m.n.Load()), mb(int64(obj.Size)))
 			}
-			res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String(), how, why}
+			res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String(), how, why, prog.RewrittenPages}
 			if asJSON {
 				return printJSON(a.stdout, res)
 			}
@@ -252,7 +256,7 @@ stderr), once the object is written.
 			fmt.Fprintf(a.stdout, "row groups     %d\n", res.RowGroups)
 			fmt.Fprintf(a.stdout, "key_ref        %s (opaque; resolves nothing)\n", res.KeyRef)
 			if how == pathSealed {
-				fmt.Fprintf(a.stdout, "path           sealed (the input's pages, byte for byte)\n")
+				fmt.Fprintf(a.stdout, "path           sealed (the input's pages, byte for byte%s)\n", rewritten(prog.RewrittenPages))
 			} else {
 				fmt.Fprintf(a.stdout, "path           re-encoded (%s)\n", why)
 			}
@@ -300,8 +304,6 @@ func notSealableWhy(err error) string {
 		where = fmt.Sprintf("row group %d, column %s: ", ce.RowGroup, ce.Column)
 	}
 	switch {
-	case errors.Is(err, pme.ErrCompressedV2):
-		return where + "compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an encrypted file"
 	case errors.Is(err, pme.ErrCodec):
 		return where + "a codec DuckDB or arrow-go cannot read"
 	case errors.Is(err, pme.ErrUnboundedPage):
@@ -336,6 +338,14 @@ func sealParquet(ctx context.Context, st blobs.Store, path string, assign bool, 
 		opts = append(opts, writer.WithAssignFieldIDs())
 	}
 	return writer.SealFile(ctx, st, f, fi.Size(), opts...)
+}
+
+// rewritten says how many compressed V2 pages sealing rewrote, if any.
+func rewritten(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", but for %d compressed V2 %s rewritten as V1", n, plural(int(n), "page", "pages"))
 }
 
 func parseCodec(s string) (writer.Codec, error) {

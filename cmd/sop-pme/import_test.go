@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/klauspost/compress/zstd"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
+	"github.com/sovm/sop-pme/internal/plainedit"
 	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/internal/thrift"
 )
@@ -132,37 +135,82 @@ func TestImportPaths(t *testing.T) {
 			if res.Rows != 900 {
 				t.Errorf("%d rows, want 900", res.Rows)
 			}
-			e.ok("check", res.StorageID)
-			out := filepath.Join(t.TempDir(), "out.ndjson")
-			e.ok("export", res.StorageID, "-o", out)
-			if b, _ := os.ReadFile(out); string(b) != wantRows {
-				t.Errorf("exported rows differ:\n got %.300s\nwant %.300s", b, wantRows)
-			}
+			e.checkExports(res.StorageID, wantRows)
 		})
 	}
 }
 
-// TestImportFallsBack: a file whose second row group has compressed
-// DATA_PAGE_V2 pages (which DuckDB cannot read in an encrypted file) is
-// refused by the sealer midway, after the first row group was sealed; the
-// import discards it and re-encodes the rows, says so, and leaves one
-// object, which exports the input's rows and passes check.
-func TestImportFallsBack(t *testing.T) {
+// checkExports runs check on the object id and exports it as NDJSON,
+// which must be wantRows.
+func (e *env) checkExports(id, wantRows string) {
+	e.t.Helper()
+	e.ok("check", id)
+	out := filepath.Join(e.t.TempDir(), "out.ndjson")
+	e.ok("export", id, "-o", out)
+	if b, _ := os.ReadFile(out); string(b) != wantRows {
+		e.t.Errorf("exported rows differ:\n got %.300s\nwant %.300s", b, wantRows)
+	}
+}
+
+// TestImportRewritesV2: a file of compressed DATA_PAGE_V2 pages (which
+// DuckDB cannot read in an encrypted file) is sealed, its V2 pages
+// rewritten as V1 ones, and the summary and --json say how many; the object
+// passes check and exports the input's rows.
+func TestImportRewritesV2(t *testing.T) {
 	e := newEnv(t)
 	rec := testtables.Record(testtables.AllTypes(), 600, 10)
 	defer rec.Release()
-	v1 := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Zstd))
-	v2 := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDataPageVersion(parquet.DataPageV2))
+	in := filepath.Join(t.TempDir(), "v2.parquet")
+	os.WriteFile(in, plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDataPageVersion(parquet.DataPageV2)), 0o600)
+	_, wantRows := readTable(t, in, formats.Parquet)
+	res := e.importJSON(in)
+	if res.Path != pathSealed || res.RewrittenPages == 0 || res.Rows != 600 {
+		t.Fatalf("import: %+v; want sealed, with V2 pages rewritten", res)
+	}
+	e.checkExports(res.StorageID, wantRows)
+	r := e.ok("import", in)
+	if !strings.Contains(r.stderr, fmt.Sprintf("but for %d compressed V2 pages rewritten as V1", res.RewrittenPages)) {
+		t.Errorf("the summary line does not count the pages rewritten:\n%s", r.stderr)
+	}
+}
+
+// TestImportFallsBack: a file whose second row group has zstd pages a
+// streaming compressor wrote with a block every 256 bytes (frames without
+// a content size, each block of which could decode to 128 KiB: readers
+// refuse such pages) is refused by the sealer midway, after the first row
+// group was sealed; the import discards it and re-encodes the rows, says
+// so, and leaves one object, which exports the input's rows and passes
+// check.
+func TestImportFallsBack(t *testing.T) {
+	e := newEnv(t)
+	rec := testtables.Record(testtables.AllTypes(), 1200, 10)
+	defer rec.Release()
+	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithMaxRowGroupLength(600))
+	flushy, err := plainedit.Recompress(plain, int32(compress.Codecs.Zstd), func(page []byte) []byte {
+		var out bytes.Buffer
+		w, _ := zstd.NewWriter(&out)
+		for len(page) > 0 {
+			k := min(len(page), 256)
+			w.Write(page[:k])
+			w.Flush()
+			page = page[k:]
+		}
+		w.Close()
+		return out.Bytes()
+	}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := filepath.Join(t.TempDir(), "mixed.parquet")
-	os.WriteFile(in, concatParquet(t, v1, v2), 0o600)
+	os.WriteFile(in, flushy, 0o600)
 	_, wantRows := readTable(t, in, formats.Parquet)
 	if strings.Count(wantRows, "\n") != 1200 {
-		t.Fatalf("the joined file reads as %d rows, want 1200", strings.Count(wantRows, "\n"))
+		t.Fatalf("the file reads as %d rows, want 1200", strings.Count(wantRows, "\n"))
 	}
 
 	res := e.importJSON(in)
-	if res.Path != pathReencoded || !strings.Contains(res.ReencodeReason, "row group 1, column ") || !strings.Contains(res.ReencodeReason, "DATA_PAGE_V2") || res.Rows != 1200 {
-		t.Fatalf("import: %+v; want re-encoded because of row group 1's V2 pages", res)
+	if res.Path != pathReencoded || !strings.Contains(res.ReencodeReason, "row group 1, column ") || !strings.Contains(res.ReencodeReason, "do not bound") || res.Rows != 1200 {
+		t.Fatalf("import: %+v; want re-encoded because of row group 1's zstd pages", res)
 	}
 	var data []string
 	for _, f := range tree(t, e.store) {
@@ -173,12 +221,7 @@ func TestImportFallsBack(t *testing.T) {
 	if len(data) != 1 || !strings.Contains(data[0], res.StorageID) {
 		t.Fatalf("the store holds %v; want only the re-encoded object", data)
 	}
-	e.ok("check", res.StorageID)
-	out := filepath.Join(t.TempDir(), "out.ndjson")
-	e.ok("export", res.StorageID, "-o", out)
-	if b, _ := os.ReadFile(out); string(b) != wantRows {
-		t.Errorf("exported rows differ:\n got %.300s\nwant %.300s", b, wantRows)
-	}
+	e.checkExports(res.StorageID, wantRows)
 	r := e.ok("import", in)
 	if !strings.Contains(r.stderr, "re-encoded: row group 1, column ") {
 		t.Errorf("the summary line does not say why it re-encoded:\n%s", r.stderr)
