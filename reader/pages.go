@@ -2,8 +2,10 @@ package reader
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/sovm/sop-pme/internal/codecbound"
 	"github.com/sovm/sop-pme/internal/thrift"
@@ -47,6 +49,9 @@ type chunkInfo struct {
 	values           int64 // ColumnMetaData.num_values
 	codec            compress.Compression
 	repeated         bool // the column's max repetition level is > 0
+	maxDef, maxRep   int16
+	physical         parquet.Type
+	typeLen          int // of a FIXED_LEN_BYTE_ARRAY
 }
 
 // checkPages checks the pages of a column chunk before arrow-go sees them.
@@ -66,6 +71,10 @@ type chunkInfo struct {
 //     size (package internal/codecbound: a zstd frame's content size or
 //     blocks, a snappy page's length; arrow-go's decoders allocate what
 //     those say);
+//   - what arrow-go's value decoders allocate outside the scan's memory
+//     limit is bounded (see values.go): a dictionary's num_values by its
+//     size, and the delta encodings' block sizes, value counts and, for
+//     DELTA_BYTE_ARRAY, decoded size;
 //   - the data pages' num_values add up to ColumnMetaData.num_values, and,
 //     for a column that is not repeated, to RowGroup.num_rows (a V2 page's
 //     num_rows for any column): every column of a row group yields the
@@ -73,7 +82,7 @@ type chunkInfo struct {
 //
 // arrow-go trusts all of these: a missing type-specific header dereferences
 // nil; columns of different lengths panic when they are put in one record.
-func checkPages(ct, plain []byte, info chunkInfo) error {
+func checkPages(ct, plain []byte, info chunkInfo, limit int64) error {
 	where := fmt.Sprintf("row group %d column %d", info.rowGroup, info.column)
 	fail := func(page int, format string, args ...any) error {
 		return fmt.Errorf("%w: %s page %d: %s", ErrFormat, where, page, fmt.Sprintf(format, args...))
@@ -123,6 +132,7 @@ func checkPages(ct, plain []byte, info chunkInfo) error {
 		}
 		// What the decompressor will read, and the size it must come to.
 		compressed, size := mods[1], int(usize)
+		var pv pageValues // a data page's, for checkDataValues
 		switch typ {
 		case pageDictionary:
 			if page != 0 {
@@ -131,8 +141,15 @@ func checkPages(ct, plain []byte, info chunkInfo) error {
 			if err := codecbound.Check(int32(info.codec), compressed, size); err != nil {
 				return fail(page, "%v", err)
 			}
+			if err := checkDictionary(info, n, usize); err != nil {
+				return fail(page, "%v", err)
+			}
 			continue
 		case pageData:
+			pv = pageValues{numValues: n, usize: usize, body: mods[1], compressed: info.codec != compress.Codecs.Uncompressed}
+			pv.encoding, _ = sh.I32(dpEncoding)
+			pv.defEnc, _ = sh.I32(dpDefEncoding)
+			pv.repEnc, _ = sh.I32(dpRepEncoding)
 			if info.repeated {
 				rowsKnown = false // only the repetition levels tell
 			} else {
@@ -150,8 +167,11 @@ func checkPages(ct, plain []byte, info chunkInfo) error {
 				(!info.repeated && nrows != n) || int64(def)+int64(rep) > int64(min(csize, usize)) {
 				return fail(page, "data page V2 of %d values, %d nulls, %d rows, levels of %d and %d bytes in %d", n, nulls, nrows, def, rep, csize)
 			}
+			pv = pageValues{v2: true, numValues: n, usize: usize, body: mods[1], defLen: def, repLen: rep, compressed: info.codec != compress.Codecs.Uncompressed}
+			pv.encoding, _ = sh.I32(v2Encoding)
 			// is_compressed is optional and true by default.
 			if v := sh.Field(v2Compressed); v != nil && v.Type == thrift.TypeBool && v.Int == 0 {
+				pv.compressed = false
 				if usize != csize {
 					return fail(page, "an uncompressed V2 page of %d bytes claims %d uncompressed", csize, usize)
 				}
@@ -166,6 +186,11 @@ func checkPages(ct, plain []byte, info chunkInfo) error {
 			if err := codecbound.Check(int32(info.codec), compressed, size); err != nil {
 				return fail(page, "%v", err)
 			}
+		}
+		if err := checkDataValues(info, pv, limit); errors.Is(err, ErrMemoryLimit) {
+			return fmt.Errorf("%s page %d: %w", where, page, err)
+		} else if err != nil {
+			return fail(page, "%v", err)
 		}
 		values += int64(n)
 	}

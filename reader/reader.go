@@ -324,6 +324,10 @@ func (r *Reader) loadChunkInfo() error {
 				rows: rg.NumRows(), values: cc.NumValues(),
 				codec:    cc.Compression(),
 				repeated: sch.Column(j).MaxRepetitionLevel() > 0,
+				maxDef:   sch.Column(j).MaxDefinitionLevel(),
+				maxRep:   sch.Column(j).MaxRepetitionLevel(),
+				physical: sch.Column(j).PhysicalType(),
+				typeLen:  sch.Column(j).TypeLength(),
 			}
 		}
 	}

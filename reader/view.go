@@ -266,7 +266,11 @@ func (v *plainView) openChunk(c pme.Span, ct, dst []byte) ([]byte, error) {
 	}
 	v.stats.modules.Add(countModules(ct))
 	if in, ok := v.info[c.Off]; ok {
-		if err := checkPages(ct, plain[base:], in); err != nil {
+		limit := int64(scanMemoryBase) + scanMemoryPerByte*c.Len
+		if v.budget != nil {
+			limit = v.budget.total(c.Len)
+		}
+		if err := checkPages(ct, plain[base:], in, limit); err != nil {
 			clear(plain[base:])
 			return dst[:base], fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 		}

@@ -41,7 +41,7 @@ type Case struct {
 // writer makes, so that they are reproducible (their bytes differ from run
 // to run only by nonces, DEKs and key_refs).
 func Cases() []Case {
-	return []Case{
+	return append([]Case{
 		// The Arrow schema the writer stores in the footer (ARROW:schema)
 		// is untrusted: the reader derives the Arrow schema from the
 		// Parquet schema and never decodes the entry.
@@ -342,7 +342,7 @@ func Cases() []Case {
 				o.Footer.Set(101, thrift.Binary(make([]byte, 1<<19)))
 				return o.SealPadded(dek)
 			}},
-	}
+	}, valueCases()...)
 }
 
 // manyLeaves returns a Build of a flat object whose schema is n INT32
