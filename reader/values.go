@@ -154,6 +154,9 @@ func valueSection(info chunkInfo, p pageValues, limit int64) ([]byte, error) {
 		if p.v2 {
 			size -= int64(p.defLen + p.repLen)
 		}
+		if size == 0 {
+			return nil, nil // nothing to check (and no buffer for a codec to write)
+		}
 		if size > limit {
 			return nil, fmt.Errorf("%w: a page of %d bytes to check", ErrMemoryLimit, size)
 		}

@@ -270,12 +270,25 @@ func (v *plainView) openChunk(c pme.Span, ct, dst []byte) ([]byte, error) {
 		if v.budget != nil {
 			limit = v.budget.total(c.Len)
 		}
-		if err := checkPages(ct, plain[base:], in, limit); err != nil {
+		if err := checkPagesSafely(ct, plain[base:], in, limit); err != nil {
 			clear(plain[base:])
 			return dst[:base], fmt.Errorf("reader: column chunk at %d: %w", c.Off, err)
 		}
 	}
 	return plain, nil
+}
+
+// checkPagesSafely is checkPages, whose decompressors (arrow-go's codecs, in
+// valueSection and codecbound) run on bytes a producer chose: a panic in
+// one becomes an ErrFormat error, not a crash of the goroutine fetching
+// ahead.
+func checkPagesSafely(ct, plain []byte, info chunkInfo, limit int64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: row group %d column %d: checking its pages: %v", ErrFormat, info.rowGroup, info.column, r)
+		}
+	}()
+	return checkPages(ct, plain, info, limit)
 }
 
 // countModules counts the back-to-back modules of ct, whose framing
