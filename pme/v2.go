@@ -185,11 +185,13 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv leve
 		v1 = binary.LittleEndian.AppendUint32(v1, uint32(len(def)))
 		v1 = append(v1, def...)
 	}
-	dst := v1[len(v1):plainLen]
-	got, err := compress.Decode(c, dst, values)
-	if err != nil || len(got) != valuesSize {
-		clear(s.v1[:plainLen])
-		return nil, nil, 0, bad("values do not decompress to %d bytes (%d, %v)", valuesSize, len(got), err)
+	if valuesSize > 0 { // (no values: nothing to decompress, and no buffer for a codec to write)
+		dst := v1[len(v1):plainLen]
+		got, err := compress.Decode(c, dst, values)
+		if err != nil || len(got) != valuesSize {
+			clear(s.v1[:plainLen])
+			return nil, nil, 0, bad("values do not decompress to %d bytes (%d, %v)", valuesSize, len(got), err)
+		}
 	}
 	v1 = v1[:plainLen]
 	if bound := int(c.CompressBound(int64(plainLen))); cap(s.v1c) < bound {

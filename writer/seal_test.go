@@ -530,7 +530,8 @@ func TestSealFileRefusals(t *testing.T) {
 // TestSealFileV2: compressed DATA_PAGE_V2 pages, which DuckDB cannot read
 // in an encrypted file, are rewritten as V1 pages (their values
 // decompressed and compressed again), for every codec, with and without
-// dictionaries, in nested, optional and required columns, over many pages:
+// dictionaries, in nested, optional and required columns and columns of
+// nulls only, over many pages:
 // the object is conformant and reads as the file does, and Progress counts
 // the pages rewritten.
 func TestSealFileV2(t *testing.T) {
@@ -548,10 +549,28 @@ func TestSealFileV2(t *testing.T) {
 	req := b.NewRecordBatch()
 	b.Release()
 	defer req.Release()
+	nullable := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true, Metadata: fieldID(1)},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: fieldID(2)},
+	}, nil)
+	nb := array.NewRecordBuilder(memory.DefaultAllocator, nullable)
+	for range 3000 { // pages of no values: nothing to decompress
+		nb.Field(0).AppendNull()
+		nb.Field(1).AppendNull()
+	}
+	nulls := nb.NewRecordBatch()
+	nb.Release()
+	defer nulls.Release()
 	for _, c := range []compress.Compression{compress.Codecs.Zstd, compress.Codecs.Snappy, compress.Codecs.Gzip, compress.Codecs.Brotli, compress.Codecs.Lz4Raw} {
 		for _, dict := range []bool{true, false} {
-			for name, r := range map[string]arrow.RecordBatch{"nested": rec, "required": req} {
+			for name, r := range map[string]arrow.RecordBatch{"nested": rec, "required": req, "nulls": nulls} {
 				t.Run(fmt.Sprintf("%v/dictionary=%v/%s", c, dict, name), func(t *testing.T) {
+					if name == "nulls" && c == compress.Codecs.Brotli {
+						// arrow-go v18.8.0 cannot read its own brotli page
+						// of no values ("decoded data exceeds destination
+						// size 0"): nothing to compare with.
+						return
+					}
 					f := plainParquet(t, r, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(c),
 						parquet.WithDictionaryDefault(dict), parquet.WithDataPageSize(2048), parquet.WithMaxRowGroupLength(1200))
 					st := memstore.New()
@@ -561,8 +580,9 @@ func TestSealFileV2(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if rewritten < 10 {
-						t.Errorf("%d pages rewritten; the file has more V2 pages than that", rewritten)
+					// The nulls table is one page a column and row group.
+					if min := map[bool]int64{true: 6, false: 10}[name == "nulls"]; rewritten < min {
+						t.Errorf("%d pages rewritten; the file has at least %d V2 pages", rewritten, min)
 					}
 					_, want := readPlain(t, f)
 					_, got := readSealed(t, st, obj)
