@@ -775,7 +775,10 @@ func syncDir(path string) error {
 // The Dir keeps the files of the objects it sliced last open between
 // slices (at most 32 objects, 64 files; [Dir.Close] closes them), and
 // checks at each slice that the names still refer to the files it holds:
-// a slice reads what opening the files afresh would read.
+// a slice reads what opening the files afresh would read. Where an open
+// file cannot be removed (Windows), a Delete or a repairing Commit by
+// another process fails while this Dir holds the object's files; Close
+// releases them.
 func (d *Dir) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
