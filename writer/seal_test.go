@@ -519,12 +519,19 @@ func TestSealFileRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		_, want := readPlain(t, f)
-		_, got := readSealed(t, st, obj)
-		sameRows(t, want, got)
-		want.Release()
-		got.Release()
+		readsAsFile(t, st, obj, f)
 	}
+}
+
+// readsAsFile checks that the sealed object obj in st is conformant and
+// reads as the plaintext file f does.
+func readsAsFile(t *testing.T, st *memstore.Store, obj writer.Object, f []byte) {
+	t.Helper()
+	_, want := readPlain(t, f)
+	defer want.Release()
+	_, got := readSealed(t, st, obj)
+	defer got.Release()
+	sameRows(t, want, got)
 }
 
 // TestSealFileV2: compressed DATA_PAGE_V2 pages, which DuckDB cannot read
@@ -584,11 +591,7 @@ func TestSealFileV2(t *testing.T) {
 					if min := map[bool]int64{true: 6, false: 10}[name == "nulls"]; rewritten < min {
 						t.Errorf("%d pages rewritten; the file has at least %d V2 pages", rewritten, min)
 					}
-					_, want := readPlain(t, f)
-					_, got := readSealed(t, st, obj)
-					sameRows(t, want, got)
-					want.Release()
-					got.Release()
+					readsAsFile(t, st, obj, f)
 				})
 			}
 		}

@@ -49,15 +49,7 @@ func valueCases() []Case {
 				return append(b, make([]byte, size+n-1)...)
 			})},
 		{"dictionary-num-values", "a dictionary page holds at most the values its size holds at the type's smallest width (here 2^31−1 strings in 40 bytes)", reader.ErrFormat, nil,
-			func(dek pme.DEK) ([]byte, error) {
-				o, err := Base("flat", 200, writer.WithCodec(writer.Uncompressed))
-				if err != nil {
-					return nil, err
-				}
-				c := o.Chunks[0][1]
-				if c.DictPage != 0 {
-					return nil, errors.New("hostile: base string column has no dictionary page")
-				}
+			dictPage(func(o *Object, c *Chunk) error {
 				c.Pages[0].Sub().Set(NumValues, thrift.I32(1<<31-1))
 				// An index far into the claimed dictionary.
 				dp := &c.Pages[c.DataPage]
@@ -67,8 +59,8 @@ func valueCases() []Case {
 				b = binary.LittleEndian.AppendUint32(b, 1<<25)
 				dp.Sub().Set(NumValues, thrift.I32(200))
 				dp.SetBody(b, len(b))
-				return o.SealPadded(dek)
-			}},
+				return nil
+			})},
 	}
 }
 
