@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,12 +105,18 @@ type Input struct {
 	Format Format
 	array.RecordReader
 	close func() error
+	name  string
 }
 
 // Close releases the reader and closes the input.
-func (in *Input) Close() error {
+func (in *Input) Close() (err error) {
 	in.RecordReader.Release()
 	if in.close != nil {
+		defer func() {
+			if p := recover(); p != nil {
+				err = recovered(in.name, in.Format, p)
+			}
+		}()
 		return in.close()
 	}
 	return nil
@@ -181,7 +188,40 @@ func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-func open(ctx context.Context, f file_, name string, opts InputOptions) (*Input, error) {
+// open opens f in its format. Whatever arrow-go does with bad input, open
+// and the Input it returns report it as an error matching ErrFormat: a
+// panic in a reader is recovered (see guarded), and Parquet and Arrow IPC
+// readers allocate through a bounded allocator (see boundedAlloc).
+func open(ctx context.Context, f file_, name string, opts InputOptions) (in *Input, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			in, err = nil, recovered(name, in.formatOr(opts.Format), p)
+		}
+	}()
+	in, err = openFormat(ctx, f, name, opts)
+	if err != nil {
+		return nil, badInput(name, err)
+	}
+	in.name = name
+	in.RecordReader = &guarded{RecordReader: in.RecordReader, name: name, format: in.Format,
+		validate: in.Format == ArrowFile || in.Format == ArrowStream}
+	return in, nil
+}
+
+func (in *Input) formatOr(f Format) Format {
+	if in != nil {
+		return in.Format
+	}
+	return f
+}
+
+func openFormat(ctx context.Context, f file_, name string, opts InputOptions) (*Input, error) {
+	// The input's size, if it is a regular file: no length the input
+	// declares can be larger.
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
 	br := bufio.NewReaderSize(f, 1<<16)
 	format := opts.Format
 	if format == "" {
@@ -207,23 +247,41 @@ func open(ctx context.Context, f file_, name string, opts InputOptions) (*Input,
 	}
 	switch format {
 	case Parquet:
-		ra, _, err := randomAccess()
+		ra, n, err := randomAccess()
 		if err != nil {
 			return nil, err
 		}
+		opts.Alloc = newBoundedAlloc(opts.Alloc, n)
 		return openParquet(ctx, ra, name, opts)
 	case ArrowFile:
-		ra, _, err := randomAccess()
+		ra, n, err := randomAccess()
 		if err != nil {
 			return nil, err
 		}
-		r, err := ipc.NewFileReader(ra, ipc.WithAllocator(opts.Alloc))
+		blocks, err := checkArrowFile(ra, n)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not an Arrow IPC file: %w", ErrFormat, name, err)
+		}
+		if _, err := ra.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+		r, err := ipc.NewFileReader(ra, ipc.WithAllocator(newBoundedAlloc(opts.Alloc, n)))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s is not an Arrow IPC file: %v", ErrFormat, name, err)
 		}
-		return &Input{Format: ArrowFile, RecordReader: &fileRecords{r: r}, close: r.Close}, nil
+		return &Input{Format: ArrowFile, RecordReader: &fileRecords{r: r, ra: ra, size: n, blocks: blocks}, close: r.Close}, nil
 	case ArrowStream:
-		r, err := ipc.NewReader(br, ipc.WithAllocator(opts.Alloc))
+		ipcOpts := []ipc.Option{ipc.WithAllocator(newBoundedAlloc(opts.Alloc, size))}
+		// A pipe's messages: arrow-go's metadata limit, and bodies as long
+		// as the input goes (read, never allocated as declared).
+		metaLimit, bodyLimit := int64(64<<20), int64(math.MaxInt64)
+		if size >= 0 {
+			// No message of a file is larger than the file.
+			metaLimit, bodyLimit = max(size, 8), max(size, 8)
+			ipcOpts = append(ipcOpts, ipc.WithMetadataSizeLimit(metaLimit), ipc.WithBodySizeLimit(bodyLimit))
+		}
+		// The reader owns msgs, and releases it.
+		r, err := ipc.NewReaderFromMessageReader(newStreamMessages(br, metaLimit, bodyLimit), ipcOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s is not an Arrow IPC stream: %v", ErrFormat, name, err)
 		}
@@ -281,10 +339,13 @@ func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOp
 // fileRecords reads the record batches of an Arrow IPC file in order. A
 // batch is the file reader's, valid until the next one.
 type fileRecords struct {
-	r   *ipc.FileReader
-	i   int
-	cur arrow.RecordBatch
-	err error
+	r      *ipc.FileReader
+	ra     io.ReaderAt
+	size   int64
+	blocks [][2]int64 // offset and metadata length of each batch
+	i      int
+	cur    arrow.RecordBatch
+	err    error
 }
 
 func (f *fileRecords) Schema() *arrow.Schema { return f.r.Schema() }
@@ -292,6 +353,13 @@ func (f *fileRecords) Next() bool {
 	f.cur = nil
 	if f.err != nil || f.i >= f.r.NumRecords() {
 		return false
+	}
+	if f.i < len(f.blocks) {
+		b := f.blocks[f.i]
+		if err := checkArrowBlock(f.ra, f.size, b[0], int32(b[1])); err != nil {
+			f.err = fmt.Errorf("%w: Arrow IPC record batch %d: %w", ErrFormat, f.i, err)
+			return false
+		}
 	}
 	f.cur, f.err = f.r.RecordBatch(f.i)
 	f.i++
