@@ -98,6 +98,8 @@ type InputOptions struct {
 	// from the input (for progress displays). It may be called from
 	// several goroutines at once.
 	OnRead func(n int)
+
+	allocFloor int64 // the allocation bound's floor (see newBoundedAlloc); 0: the default
 }
 
 // An Input is a table being read.
@@ -251,7 +253,7 @@ func openFormat(ctx context.Context, f file_, name string, opts InputOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		opts.Alloc = newBoundedAlloc(opts.Alloc, n)
+		opts.Alloc = newBoundedAlloc(opts.Alloc, n, opts.allocFloor)
 		return openParquet(ctx, ra, name, opts)
 	case ArrowFile:
 		ra, n, err := randomAccess()
@@ -265,13 +267,13 @@ func openFormat(ctx context.Context, f file_, name string, opts InputOptions) (*
 		if _, err := ra.Seek(0, io.SeekStart); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}
-		r, err := ipc.NewFileReader(ra, ipc.WithAllocator(newBoundedAlloc(opts.Alloc, n)))
+		r, err := ipc.NewFileReader(ra, ipc.WithAllocator(newBoundedAlloc(opts.Alloc, n, opts.allocFloor)))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s is not an Arrow IPC file: %v", ErrFormat, name, err)
 		}
 		return &Input{Format: ArrowFile, RecordReader: &fileRecords{r: r, ra: ra, size: n, blocks: blocks}, close: r.Close}, nil
 	case ArrowStream:
-		ipcOpts := []ipc.Option{ipc.WithAllocator(newBoundedAlloc(opts.Alloc, size))}
+		ipcOpts := []ipc.Option{ipc.WithAllocator(newBoundedAlloc(opts.Alloc, size, opts.allocFloor))}
 		// A pipe's messages: arrow-go's metadata limit, and bodies as long
 		// as the input goes (read, never allocated as declared).
 		metaLimit, bodyLimit := int64(64<<20), int64(math.MaxInt64)

@@ -117,14 +117,15 @@ func (g *guarded) Release() {
 	g.RecordReader.Release()
 }
 
-// allocFloor and allocRatio bound each allocation of a Parquet or Arrow IPC
-// reader: to allocFloor, or allocRatio times the input's size if that is
+// defaultAllocFloor and allocRatio bound each allocation of a Parquet or
+// Arrow IPC reader: to the floor (InputOptions.allocFloor, defaultAllocFloor
+// unless a test sets it), or allocRatio times the input's size if that is
 // larger. Lengths in these formats are declared by the input; data
 // decompresses, and dictionaries repeat, so a batch can be larger than its
-// input, but not by a factor a real table needs. Variables for tests.
-var (
-	allocFloor int64 = 1 << 30
-	allocRatio int64 = 64
+// input, but not by a factor a real table needs.
+const (
+	defaultAllocFloor = 1 << 30
+	allocRatio        = 64
 )
 
 // errAllocation is what a refused allocation panics with (recovered into
@@ -139,9 +140,12 @@ type boundedAlloc struct {
 }
 
 // newBoundedAlloc returns mem bounded for an input of size bytes (-1 if
-// not known).
-func newBoundedAlloc(mem memory.Allocator, size int64) memory.Allocator {
-	limit := allocFloor
+// not known), with the given floor (0: defaultAllocFloor).
+func newBoundedAlloc(mem memory.Allocator, size, floor int64) memory.Allocator {
+	limit := int64(defaultAllocFloor)
+	if floor > 0 {
+		limit = floor
+	}
 	if size > 0 && size <= (1<<62)/allocRatio {
 		limit = max(limit, size*allocRatio)
 	}
