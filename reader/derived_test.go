@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/reader"
-	"github.com/sovm/sop-pme/writer"
 )
 
 // TestDerivedSchema pins what deriving the Arrow schema from the Parquet
@@ -34,17 +33,7 @@ func TestDerivedSchema(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	obj, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := writeObject(t, st, schema, rec)
 	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
 	if err != nil {
 		t.Fatal(err)

@@ -59,17 +59,7 @@ func nestedObject(t *testing.T, n int, opts ...writer.Option) (*memStore, writer
 	}
 	rec := b.NewRecordBatch()
 	st := newMemStore()
-	w, err := writer.New(st, schema, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	obj, err := w.Close(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := writeObject(t, st, schema, rec, opts...)
 	return st, obj, schema, rec
 }
 

@@ -19,17 +19,7 @@ func TestFetchAhead(t *testing.T) {
 	schema, rec := fiveColumns(t, 40000)
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema, writer.WithRowGroupRows(7000), writer.WithCodec(writer.Uncompressed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	obj, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := writeObject(t, st, schema, rec, writer.WithRowGroupRows(7000), writer.WithCodec(writer.Uncompressed))
 	l := layoutOf(t, st.bytes(obj.StorageID), obj.DEK)
 	for _, c := range []struct {
 		name   string

@@ -3,12 +3,15 @@ package reader_test
 import (
 	"context"
 	"fmt"
+	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/internal/memstore"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/writer"
 )
 
 // memStore is internal/memstore's in-memory store (a blobs.Store and a
@@ -40,4 +43,22 @@ func (k keys) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) 
 		return pme.DEK{}, fmt.Errorf("%w: %s", reader.ErrNoKey, id)
 	}
 	return d, nil
+}
+
+// writeObject writes rec, of schema, as one object into st with the
+// writer's options.
+func writeObject(t testing.TB, st *memStore, schema *arrow.Schema, rec arrow.RecordBatch, opts ...writer.Option) writer.Object {
+	t.Helper()
+	w, err := writer.New(st, schema, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := w.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

@@ -30,17 +30,7 @@ func TestRoundTripSmoke(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema, writer.WithRowGroupRows(30000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	obj, err := w.Close(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := writeObject(t, st, schema, rec, writer.WithRowGroupRows(30000))
 	ctx := context.Background()
 	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
 	if err != nil {

@@ -16,17 +16,7 @@ func TestStats(t *testing.T) {
 	schema, rec := fiveColumns(t, 20000)
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema, writer.WithRowGroupRows(5000), writer.WithCodec(writer.Uncompressed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	obj, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := writeObject(t, st, schema, rec, writer.WithRowGroupRows(5000), writer.WithCodec(writer.Uncompressed))
 	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
 	if err != nil {
 		t.Fatal(err)

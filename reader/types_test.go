@@ -202,17 +202,7 @@ func TestRoundTripTypes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := newMemStore()
-			w, err := writer.New(st, schema, tc.opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			obj, err := w.Close(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			obj := writeObject(t, st, schema, rec, tc.opts...)
 			r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
 			if err != nil {
 				t.Fatal(err)
