@@ -11,7 +11,8 @@ import (
 
 // A compressed DATA_PAGE_V2 page cannot go into an object as it is: DuckDB
 // 1.5.6 reads its levels and its values from an encrypted file as two
-// modules, which no PME writer makes (see ErrCompressedV2). A Sealer
+// modules, which no PME writer makes (Section 11.3's layout is one module a
+// page body; see ErrCompressedV2). A Sealer
 // rewrites such a page as the DATA_PAGE (V1) that holds the same values:
 //
 //	V2 body: repetition levels | definition levels | compress(values)

@@ -3,7 +3,9 @@
 // decoders allocate for a page, before they see it: the header, whose block
 // size sizes a buffer of one miniblock's values, and the values of a stream,
 // whose sum (the lengths of DELTA_BYTE_ARRAY's prefixes and suffixes) sizes
-// the arena those strings are decoded into.
+// the arena those strings are decoded into. Those sizes are the producer's
+// to choose, which SOP-PME-1 Section 11.10's threat model allows: the
+// reader must not let them blow up its memory.
 //
 // A stream is
 //
