@@ -6,6 +6,7 @@ import (
 	"crypto/cipher"
 	"errors"
 	"fmt"
+	"os"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -22,7 +23,7 @@ func (r *Ring) Put(ctx context.Context, id storageid.ID, dek pme.DEK) error {
 
 // PutBatch is Put for many DEKs in one transaction (one lock, one sync):
 // either all are written or none. A storage_id given twice keeps the last
-// DEK.
+// DEK. A DEK it replaces is shredded as Delete shreds one.
 func (r *Ring) PutBatch(ctx context.Context, entries []Entry) error {
 	raws := make([][]byte, len(entries))
 	defer func() {
@@ -40,9 +41,14 @@ func (r *Ring) PutBatch(ctx context.Context, entries []Entry) error {
 		return ctx.Err()
 	}
 	wrapped := make([][]byte, len(entries))
+	replaced := false
 	return r.update(ctx, func(_, deks *bolt.Bucket, _ []byte, ring cipher.AEAD) error {
+		replaced = false
 		for i, e := range entries {
 			wrapped[i] = ring.Seal(nil, nil, raws[i], wrapAD(e.ID))
+			if deks.Get(e.ID[:]) != nil {
+				replaced = true
+			}
 			if err := deks.Put(e.ID[:], wrapped[i]); err != nil {
 				return err
 			}
@@ -60,16 +66,27 @@ func (r *Ring) PutBatch(ctx context.Context, entries []Entry) error {
 			}
 		}
 		return nil
-	})
+	}, func() bool { return replaced })
 }
 
 // ResolveDEK returns the DEK of the object id. It returns ErrNotFound
 // (which matches reader.ErrNoKey) if the ring has none, and ErrUnwrap if the
 // wrapped DEK does not open for id.
 func (r *Ring) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) {
+	for attempt := 1; ; attempt++ {
+		d, err := r.resolve(ctx, id)
+		if err == nil || !r.retryMaster(err, attempt) {
+			return d, err
+		}
+	}
+}
+
+// resolve is one attempt of ResolveDEK: the wrapped ring key and DEK read
+// in one transaction, unwrapped outside it.
+func (r *Ring) resolve(ctx context.Context, id storageid.ID) (pme.DEK, error) {
 	var w, v []byte
 	r.mu.RLock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
+	err := r.withDB(ctx, accessRead, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(tx *bolt.Tx) error {
 			_, deks, wr, err := buckets(tx)
 			if err != nil {
@@ -113,6 +130,15 @@ func noMeta(err error) error {
 // Delete forgets the DEK of id. Forgetting the last copy of a DEK makes its
 // object unreadable (crypto-shredding). Deleting an id the ring does not
 // hold is not an error.
+//
+// When Delete returns nil, the file holds no copy of the wrapped DEK: after
+// the commit, every page the ring does not use is overwritten with zeros
+// (see Scrub), so neither bbolt, which can write a freed page back without
+// any key, nor a copy of the file rolled back to the transaction before,
+// finds it. Delete zeroes every free page, whatever freed it, even for an
+// id the ring does not hold: deleting again finishes a Delete that a crash
+// interrupted. Copies of the file made before, and what the storage below
+// the file system keeps, are beyond it (see the package documentation).
 func (r *Ring) Delete(ctx context.Context, id storageid.ID) error {
 	return noMeta(r.update(ctx, func(_, deks *bolt.Bucket, _ []byte, _ cipher.AEAD) error {
 		return deks.Delete(id[:])
@@ -121,7 +147,7 @@ func (r *Ring) Delete(ctx context.Context, id storageid.ID) error {
 			return fmt.Errorf("%w: the DEK of %s is still found after its deletion", ErrFile, id)
 		}
 		return nil
-	}))
+	}, func() bool { return true }))
 }
 
 // Len returns the number of DEKs held.
@@ -129,7 +155,7 @@ func (r *Ring) Len(ctx context.Context) (int, error) {
 	var n int
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
+	err := r.withDB(ctx, accessRead, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(tx *bolt.Tx) error {
 			_, deks, _, err := buckets(tx)
 			if err != nil {
@@ -151,7 +177,7 @@ func (r *Ring) Has(ctx context.Context, ids ...storageid.ID) ([]bool, error) {
 	out := make([]bool, len(ids))
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
+	err := r.withDB(ctx, accessRead, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(tx *bolt.Tx) error {
 			_, deks, _, err := buckets(tx)
 			if err != nil {

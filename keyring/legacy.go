@@ -91,7 +91,7 @@ func (r *Ring) ImportV1(ctx context.Context, path string, kek KEK) (int, error) 
 			}
 		}
 		return nil
-	})
+	}, nil) // adds only: it never removes or replaces a wrapped DEK
 	if err != nil {
 		return 0, noMeta(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -17,7 +18,9 @@ import (
 // current master, wraps it under m and writes the one wrapped key. No DEK is
 // rewritten. Both master calls happen outside the write transaction, which
 // replaces the wrapped key only if it is still the one unwrapped. After
-// Rotate, the old master no longer opens the ring.
+// Rotate, the old master no longer opens the ring, and the file holds no
+// copy of the ring key wrapped under it (see Shredding in the package
+// documentation); copies of the file made before still open under it.
 func (r *Ring) Rotate(ctx context.Context, m Master) error {
 	if err := checkMaster(m); err != nil {
 		return err
@@ -68,7 +71,9 @@ func (r *Ring) Rotate(ctx context.Context, m Master) error {
 // file holds either every DEK under the old ring key or every DEK under the
 // new one. No object is touched (Section 11.6). It fails with ErrUnwrap,
 // changing nothing, if a wrapped DEK does not open. The master is called
-// outside the transaction.
+// outside the transaction. When Rekey returns nil, the file holds no copy of
+// the old wrapped ring key nor of any DEK wrapped under the old ring key
+// (see Shredding in the package documentation).
 func (r *Ring) Rekey(ctx context.Context, m Master) error {
 	if m == nil {
 		r.kmu.Lock()
@@ -129,11 +134,12 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 // compareAndSwap replaces the wrapped ring key w by nw in one write
 // transaction, after running also (if not nil), provided the file still
 // holds w; else it returns errStale and changes nothing. Then it reads the
-// ring key back, and runs readBack (if not nil), as update does.
+// ring key back, runs readBack (if not nil), as update does, and zeroes the
+// freed pages (scrub) under the same lock.
 func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack func(deks *bolt.Bucket) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.withDB(ctx, accessWrite, func(db *bolt.DB) error {
+	return r.withDB(ctx, accessWrite, func(db *bolt.DB, f *os.File) error {
 		err := db.Update(func(tx *bolt.Tx) error {
 			meta, deks, cur, err := buckets(tx)
 			if err != nil {
@@ -152,7 +158,7 @@ func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack 
 		if err != nil {
 			return err
 		}
-		return db.View(func(tx *bolt.Tx) error {
+		err = db.View(func(tx *bolt.Tx) error {
 			_, deks, cur, err := buckets(tx)
 			if err != nil {
 				return err
@@ -165,6 +171,15 @@ func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack 
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		// The old wrapped ring key (and, for a re-key, every DEK wrapped
+		// under the old ring key) is in the pages just freed.
+		if err := r.scrub(db, f); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrScrub, r.path, err)
+		}
+		return nil
 	})
 }
 

@@ -71,6 +71,8 @@ type config struct {
 	create      bool
 	readOnly    bool
 	lockTimeout time.Duration
+	reload      ReloadFunc
+	hook        func(step string) // tests only (export_test.go)
 }
 
 // WithCreate lets Open create the ring file (mode 0600, in an existing
@@ -156,14 +158,19 @@ func Open(ctx context.Context, path string, m Master, opts ...Option) (*Ring, er
 			return nil, err
 		}
 	}
-	w, err := r.readRingKey(ctx)
-	if err != nil {
-		return nil, noMeta(err)
+	for attempt := 1; ; attempt++ {
+		w, err := r.readRingKey(ctx)
+		if err != nil {
+			return nil, noMeta(err)
+		}
+		_, err = r.unwrapRingKey(ctx, w)
+		if err == nil {
+			return r, nil
+		}
+		if !r.retryMaster(err, attempt) {
+			return nil, err
+		}
 	}
-	if _, err := r.unwrapRingKey(ctx, w); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 func checkMaster(m Master) error {
@@ -209,7 +216,7 @@ func (r *Ring) create(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	created := false
-	err = r.withDB(ctx, accessCreate, func(db *bolt.DB) error {
+	err = r.withDB(ctx, accessCreate, func(db *bolt.DB, _ *os.File) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			if tx.Bucket(bucketMeta) != nil || tx.Bucket(bucketDEKs) != nil {
 				return nil
@@ -263,7 +270,7 @@ func (r *Ring) readRingKey(ctx context.Context) ([]byte, error) {
 	var w []byte
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
+	err := r.withDB(ctx, accessRead, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(tx *bolt.Tx) error {
 			_, _, wr, err := buckets(tx)
 			w = bytes.Clone(wr)
@@ -309,7 +316,8 @@ func (r *Ring) remember(w []byte, aead cipher.AEAD) {
 	r.keys = keys
 }
 
-// rawRingKey unwraps w with the master.
+// rawRingKey unwraps w with the master, or with a master the reload
+// function finds (WithReload).
 func (r *Ring) rawRingKey(ctx context.Context, w []byte) ([]byte, error) {
 	r.kmu.Lock()
 	m := r.master
@@ -322,7 +330,13 @@ func (r *Ring) rawRingKey(ctx context.Context, w []byte) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrMaster, r.path, err)
+		var ok bool
+		if raw, ok = r.reloaded(ctx, w); !ok {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, r.masterErr(err)
+		}
 	}
 	if len(raw) != RingKeySize {
 		clear(raw)
@@ -359,7 +373,11 @@ func (r *Ring) unwrapRingKey(ctx context.Context, w []byte) (cipher.AEAD, error)
 // If readBack is not nil, it runs in a read transaction on the same open
 // file after the commit, and its error fails the update: what was written
 // must be found again by the ordinary lookup before it is acknowledged.
-func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error) error {
+//
+// If shred is not nil and reports true after the commit (the transaction
+// removed or replaced a wrapped key), the pages it freed are zeroed before
+// the lock is released (see scrub); a failure there is ErrScrub.
+func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error, shred func() bool) error {
 	if r.cfg.readOnly {
 		return ErrReadOnly
 	}
@@ -367,7 +385,7 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 	defer r.mu.Unlock()
 	for attempt := 1; ; attempt++ {
 		var unknown []byte
-		err := r.withDB(ctx, accessWrite, func(db *bolt.DB) error {
+		err := r.withDB(ctx, accessWrite, func(db *bolt.DB, f *os.File) error {
 			err := db.Update(func(tx *bolt.Tx) error {
 				meta, deks, w, err := buckets(tx)
 				if err != nil {
@@ -385,21 +403,32 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 				}
 				return fn(meta, deks, w, ring)
 			})
-			if err != nil || readBack == nil {
+			if err != nil {
 				return err
 			}
-			return db.View(func(tx *bolt.Tx) error {
-				_, deks, _, err := buckets(tx)
+			if readBack != nil {
+				err = db.View(func(tx *bolt.Tx) error {
+					_, deks, _, err := buckets(tx)
+					if err != nil {
+						return err
+					}
+					return readBack(deks)
+				})
 				if err != nil {
 					return err
 				}
-				return readBack(deks)
-			})
+			}
+			if shred != nil && shred() {
+				if err := r.scrub(db, f); err != nil {
+					return fmt.Errorf("%w: %s: %w", ErrScrub, r.path, err)
+				}
+			}
+			return nil
 		})
 		if !errors.Is(err, errStale) || unknown == nil {
 			return err
 		}
-		if _, err := r.unwrapRingKey(ctx, unknown); err != nil {
+		if _, err := r.unwrapRingKey(ctx, unknown); err != nil && !r.retryMaster(err, attempt) {
 			return err
 		}
 	}
