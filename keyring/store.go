@@ -35,12 +35,12 @@ func (r *Ring) withDB(ctx context.Context, a access, fn func(*bolt.DB, *os.File)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	flag := os.O_RDONLY
+	flag := os.O_RDONLY | noBlock
 	switch a {
 	case accessWrite:
-		flag = os.O_RDWR
+		flag = os.O_RDWR | noBlock
 	case accessCreate:
-		flag = os.O_RDWR | os.O_CREATE
+		flag = os.O_RDWR | os.O_CREATE | noBlock
 	}
 	f, err := os.OpenFile(r.path, flag, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
