@@ -243,3 +243,43 @@ func TestFIFOMarker(t *testing.T) {
 		t.Fatalf("CreateDir with a FIFO for a marker: %v", err)
 	}
 }
+
+// TestFIFOLockFiles puts FIFOs where the store's lock files go: an
+// object's lock (taken by Commit and Delete) and a temporary import's lock
+// (tried by Sweep). Locking opens them read-write, which does not wait for
+// a peer, so commit, delete and sweep go on.
+func TestFIFOLockFiles(t *testing.T) {
+	ctx := context.Background()
+	d, path := openDir(t)
+	data := randBytes(2*verify.GroupSize, 9)
+	id, err := importBytes(ctx, d, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(path, ".lock-"+id.String())
+	tmpLock := filepath.Join(path, ".tmp-0123456789abcdef0123456789abcdef.lock")
+	for _, p := range []string{lock, tmpLock} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifos := []string{lock, tmpLock}
+	if err := within(t, "Sweep", fifos, func() error { return d.Sweep(ctx) }); err != nil {
+		t.Fatalf("Sweep with FIFO lock files: %v", err)
+	}
+	if err := syscall.Mkfifo(lock, 0o600); err != nil && !errors.Is(err, os.ErrExist) {
+		t.Fatal(err)
+	}
+	if err := within(t, "Delete", fifos, func() error { return d.Delete(ctx, id) }); err != nil {
+		t.Fatalf("Delete with a FIFO lock file: %v", err)
+	}
+	if err := syscall.Mkfifo(lock, 0o600); err != nil && !errors.Is(err, os.ErrExist) {
+		t.Fatal(err)
+	}
+	if err := within(t, "import", fifos, func() error { _, err := importBytes(ctx, d, data); return err }); err != nil {
+		t.Fatalf("import with a FIFO lock file: %v", err)
+	}
+	if got, err := readRange(ctx, d, id, 0, len(data)); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after: %v", err)
+	}
+}
