@@ -122,7 +122,7 @@ func (r *Ring) scrub(db *bolt.DB, f *os.File) error {
 	if !wrote {
 		return nil
 	}
-	return f.Sync()
+	return syncData(f)
 }
 
 // step calls the test hook, if any, at a named point of an operation.
