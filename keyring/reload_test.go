@@ -165,6 +165,7 @@ func fileChild(ctx context.Context, mode, path string, n int) int {
 				return 1
 			}
 			fmt.Fprintf(os.Stdout, "ack %s %x\n", id, d.Bytes())
+			time.Sleep(2 * time.Millisecond) // leave room for rotations
 		}
 	case "file-rotate":
 		for i := range n {
@@ -196,8 +197,8 @@ func fileChild(ctx context.Context, mode, path string, n int) int {
 // resolve) DEKs while a third deletes and rotates the KEK file again and
 // again, as sop-pme keys rotate does. Every Put succeeds (the issue saw 11
 // of 60 imports fail with "the master key does not open the ring key"),
-// every acknowledged DEK resolves under the final KEK, and every deleted one
-// is gone.
+// every acknowledged DEK resolves under the final KEK, every deleted one is
+// gone, and the ring file is still the one created.
 func TestPutsWhileDeletingAndRotating(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -207,6 +208,10 @@ func TestPutsWhileDeletingAndRotating(t *testing.T) {
 		t.Fatal(err)
 	}
 	createRing(t, path, k0)
+	inode, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := []string{"SOP_PME_KEKFILE=" + kekPath, "SOP_PME_STOP=" + stop}
 	rot := startChild(t, "file-rotate", path, k0, 200, append(env, "SOP_PME_PREFIX=rotating ")...)
 	<-rot.started
@@ -271,5 +276,11 @@ func TestPutsWhileDeletingAndRotating(t *testing.T) {
 	}
 	if _, err := keyring.Open(ctx, path, k0); !errors.Is(err, keyring.ErrWrongKEK) {
 		t.Fatalf("the first KEK after the rotations: %v", err)
+	}
+	// The ring file is the one created: never replaced, so the lock every
+	// process takes on it is on the live file, and no process can have
+	// written into an unlinked copy.
+	if now, err := os.Stat(path); err != nil || !os.SameFile(inode, now) {
+		t.Fatalf("the ring file was replaced: %v", err)
 	}
 }
