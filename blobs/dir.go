@@ -244,9 +244,11 @@ func readMarker(path string) (bool, error) {
 	if !fi.IsDir() {
 		return false, fmt.Errorf("%w: %s is not a directory", ErrNoStore, path)
 	}
-	f, err := os.Open(filepath.Join(path, markerName))
+	f, _, err := openRegular(filepath.Join(path, markerName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
+	} else if errors.Is(err, ErrNotRegular) {
+		return false, fmt.Errorf("%w: %w", ErrNoStore, err)
 	} else if err != nil {
 		return false, fmt.Errorf("blobs: opening a store: %w", err)
 	}
@@ -612,7 +614,7 @@ func (p *pending) commit(ctx context.Context) (storageid.ID, error) {
 	defer unlock()
 
 	dataFinal, obFinal := d.dataPath(id), d.outboardPath(id)
-	if fi, err := os.Stat(dataFinal); err == nil && fi.Mode().IsRegular() && uint64(fi.Size()) == size {
+	if fi, err := os.Lstat(dataFinal); err == nil && fi.Mode().IsRegular() && uint64(fi.Size()) == size {
 		// Already held, if the copy held is intact: a copy damaged in place
 		// is replaced by these bytes, never trusted for its name and size.
 		if verify.Verify(ctx, d, id, verify.WithExpectedSize(int64(size))) == nil {
@@ -769,8 +771,11 @@ func syncDir(path string) error {
 
 // Slice implements verify.Source from the object's .data and .obao4 files;
 // the object's size is that of its .data file. It returns an error matching
-// ErrNotFound if the store does not hold id. The returned reader produces the
-// slice lazily (see verify.ExtractSlice) and fails once ctx is done.
+// ErrNotFound if the store does not hold id, and one matching ErrNotRegular,
+// at once, if either name is not a regular file of the directory (a FIFO,
+// whose open would block until a writer came, a device, a socket, a
+// directory or a symbolic link). The returned reader produces the slice
+// lazily (see verify.ExtractSlice) and fails once ctx is done.
 //
 // The Dir keeps the files of the objects it sliced last open between
 // slices (at most 32 objects, 64 files; [Dir.Close] closes them), and

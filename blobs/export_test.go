@@ -14,3 +14,7 @@ var CommitSteps = []string{"sync-data", "write-outboard", "sync-outboard", "rena
 
 // DeleteSteps are the step names Delete passes to the fail hook.
 var DeleteSteps = []string{"delete-data", "sync-dir-data", "delete-outboard"}
+
+// OpenObjectFile is openObjectFile: the open of an object's file once its
+// Lstat said it is a regular file.
+var OpenObjectFile = openObjectFile

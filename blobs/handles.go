@@ -46,13 +46,23 @@ type heldFiles struct {
 // acquire returns the held files of the object whose files are named data
 // and outboard, opening them if they are not held or no longer the files
 // the names refer to, and its size. The caller calls release once done.
+//
+// The names are checked with Lstat: anything but a regular file (a FIFO,
+// whose open would block, a link, a device) is refused with ErrNotRegular,
+// and so is a file swapped in before the open (see openRegular).
 func (hf *heldFiles) acquire(id storageid.ID, dataPath, obPath string) (*held, int64, error) {
-	dfi, err := os.Stat(dataPath)
+	dfi, err := os.Lstat(dataPath)
+	if err == nil && !dfi.Mode().IsRegular() {
+		err = notRegular(dataPath, dfi.Mode())
+	}
 	if err != nil {
 		hf.forget(id)
 		return nil, 0, openError(id, false, err)
 	}
-	ofi, err := os.Stat(obPath)
+	ofi, err := os.Lstat(obPath)
+	if err == nil && !ofi.Mode().IsRegular() {
+		err = notRegular(obPath, ofi.Mode())
+	}
 	if err != nil {
 		hf.forget(id)
 		return nil, 0, openError(id, true, err)
@@ -99,24 +109,18 @@ func (hf *heldFiles) acquire(id storageid.ID, dataPath, obPath string) (*held, i
 	return h, size, nil
 }
 
-// openHeld opens an object's two files. The data file's size is taken from
-// the open file.
+// openHeld opens an object's two files, which acquire found to be regular
+// files, without blocking and without following a link (openObjectFile).
+// The data file's size is taken from the open file.
 func openHeld(id storageid.ID, dataPath, obPath string) (*held, int64, error) {
-	df, err := os.Open(dataPath)
+	df, dfi, err := openObjectFile(dataPath)
 	if err != nil {
 		return nil, 0, openError(id, false, err)
 	}
-	of, err := os.Open(obPath)
+	of, ofi, err := openObjectFile(obPath)
 	if err != nil {
 		df.Close()
 		return nil, 0, openError(id, true, err)
-	}
-	dfi, err1 := df.Stat()
-	ofi, err2 := of.Stat()
-	if err := errors.Join(err1, err2); err != nil {
-		df.Close()
-		of.Close()
-		return nil, 0, fmt.Errorf("blobs: %s: %w", id, err)
 	}
 	return &held{id: id, data: df, outboard: of, dataFI: dfi, obFI: ofi}, dfi.Size(), nil
 }
@@ -129,6 +133,8 @@ func openError(id storageid.ID, outboard bool, err error) error {
 		return fmt.Errorf("%w: %s has no outboard", ErrNotFound, id)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	case errors.Is(err, ErrNotRegular):
+		return err // names the file
 	case outboard:
 		return fmt.Errorf("blobs: opening the outboard of %s: %w", id, err)
 	default:

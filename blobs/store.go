@@ -21,6 +21,13 @@ var ErrNoStore = errors.New("blobs: no store")
 // store opened read-only.
 var ErrReadOnly = errors.New("blobs: store is read-only")
 
+// ErrNotRegular is returned (wrapped) when a file of a directory store
+// that must be a regular file (an object's .data or .obao4, the marker
+// file) is something else: a FIFO, a device, a socket, a directory or a
+// symbolic link. The store is untrusted, and such a file is refused without
+// being read, and without blocking: a FIFO would block an open(2) for ever.
+var ErrNotRegular = errors.New("blobs: not a regular file")
+
 // ErrClosed is returned (wrapped) by a Pending's Write and Commit after it
 // was committed or aborted.
 var ErrClosed = errors.New("blobs: pending object already committed or aborted")

@@ -49,6 +49,43 @@
 // key outside it and starts again. A DEK is always wrapped under the ring key
 // current in the transaction that writes it.
 //
+// # Shredding
+//
+// Deleting a DEK must destroy it, and re-keying after a KEK leak must leave
+// nothing the leaked KEK opens. bbolt never clears a page it frees, so
+// after every transaction that removes or replaces a wrapped key (Delete,
+// Rekey, Rotate, a Put over a held storage_id) the Ring overwrites with
+// zeros, in place and under the same exclusive lock, every page of the
+// file that the committed tree does not use, then syncs it. When such an
+// operation returns nil, the file holds no copy of what it removed: not the
+// wrapped DEK of a deleted storage_id, which bbolt could write back with no
+// key, nor a transaction rolled back to (the older meta page no longer leads
+// to a readable tree), nor the old wrapped ring key or any DEK wrapped under
+// the old ring key, which the retired KEK would open. The file is never
+// replaced, so every process keeps locking the same file.
+//
+// A crash between the commit and the end of the overwrite loses nothing
+// and leaves a valid file; the old bytes stay in free pages until the next
+// Delete, Rekey, Rotate or Scrub, each of which zeroes every free page.
+// Ring.Scrub does it alone, for a ring an earlier version wrote.
+//
+// What the Ring cannot reach: copies of the file made before (backups,
+// snapshots, replicas, a version-1 JSON ring left after ImportV1), the
+// blocks an SSD remaps when it levels wear, and the old blocks a
+// copy-on-write or log-structured file system (btrfs, ZFS, APFS, F2FS, a
+// reflinked copy) keeps after an overwrite. A copy of the file made before
+// a Rekey still opens under the retired KEK: destroy the old KEK and its
+// copies too, and with a KMS, destroy (not just disable) the old KMS key
+// version: that is the real end of a master key.
+//
+// # Rotation seen from another process
+//
+// A Ring opened before another process rotated or re-keyed the ring under a
+// new master no longer opens the ring key with its own master. WithReload
+// lets it find the new one (ReloadKEKFiles reads KEK files again: the one a
+// rotation writes first, then the one it renames over), so that a
+// long-lived service survives a rotation without a restart.
+//
 // # Creation, read-only use and migration
 //
 // Open never creates a ring unless given WithCreate; a missing file is
@@ -107,6 +144,11 @@ var (
 	// lock timeout, or a ring re-keyed concurrently too many times in a row.
 	// Nothing was changed.
 	ErrBusy = errors.New("keyring: the keyring file is busy")
+	// ErrScrub reports a Delete, Rekey, Rotate or replacing Put that
+	// committed, but whose freed pages, which may still hold the removed
+	// wrapped keys, were not all overwritten (an I/O error). The change
+	// holds; Scrub, or the next Delete, Rekey or Rotate, finishes it.
+	ErrScrub = errors.New("keyring: the change committed, but the pages it freed were not overwritten")
 	// ErrConflict reports an import that would replace a DEK the ring holds
 	// for the same storage_id by a different one. Nothing was changed.
 	ErrConflict = errors.New("keyring: a different DEK is already held for this storage_id")

@@ -19,7 +19,7 @@ import (
 // typed reports whether err is one of the errors a bad ring file may give.
 func typed(err error) bool {
 	for _, s := range []error{keyring.ErrFile, keyring.ErrLegacyFormat, keyring.ErrMaster,
-		keyring.ErrWrongKEK, keyring.ErrUnwrap, keyring.ErrNotFound} {
+		keyring.ErrWrongKEK, keyring.ErrUnwrap, keyring.ErrNotFound, keyring.ErrScrub} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -66,7 +66,7 @@ func CreateKEKFile(path string) (KEK, error) {
 // owner's to make knowingly. A missing file gives an error matching
 // fs.ErrNotExist.
 func LoadKEKFile(path string) (KEK, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|noBlock, 0) // a FIFO must not block
 	if err != nil {
 		return KEK{}, fmt.Errorf("keyring: KEK file: %w", err)
 	}

@@ -47,11 +47,16 @@ func (r *Ring) ImportV1(ctx context.Context, path string, kek KEK) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|noBlock, 0) // a FIFO must not block
 	if err != nil {
 		return 0, fmt.Errorf("keyring: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return 0, fmt.Errorf("keyring: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%w: %s is not a regular file", ErrFile, path)
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxV1Size+1))
 	if err != nil {
 		return 0, fmt.Errorf("keyring: %w", err)
@@ -91,7 +96,7 @@ func (r *Ring) ImportV1(ctx context.Context, path string, kek KEK) (int, error) 
 			}
 		}
 		return nil
-	})
+	}, nil) // adds only: it never removes or replaces a wrapped DEK
 	if err != nil {
 		return 0, noMeta(err)
 	}

@@ -71,6 +71,8 @@ type config struct {
 	create      bool
 	readOnly    bool
 	lockTimeout time.Duration
+	reload      ReloadFunc
+	hook        func(step string) // tests only (export_test.go)
 }
 
 // WithCreate lets Open create the ring file (mode 0600, in an existing
@@ -156,14 +158,19 @@ func Open(ctx context.Context, path string, m Master, opts ...Option) (*Ring, er
 			return nil, err
 		}
 	}
-	w, err := r.readRingKey(ctx)
-	if err != nil {
-		return nil, noMeta(err)
+	for attempt := 1; ; attempt++ {
+		w, err := r.readRingKey(ctx)
+		if err != nil {
+			return nil, noMeta(err)
+		}
+		_, err = r.unwrapRingKey(ctx, w)
+		if err == nil {
+			return r, nil
+		}
+		if !r.retryMaster(err, attempt) {
+			return nil, err
+		}
 	}
-	if _, err := r.unwrapRingKey(ctx, w); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 func checkMaster(m Master) error {
@@ -209,7 +216,7 @@ func (r *Ring) create(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	created := false
-	err = r.withDB(ctx, accessCreate, func(db *bolt.DB) error {
+	err = r.withDB(ctx, accessCreate, func(db *bolt.DB, _ *os.File) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			if tx.Bucket(bucketMeta) != nil || tx.Bucket(bucketDEKs) != nil {
 				return nil
@@ -263,7 +270,7 @@ func (r *Ring) readRingKey(ctx context.Context) ([]byte, error) {
 	var w []byte
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
+	err := r.withDB(ctx, accessRead, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(tx *bolt.Tx) error {
 			_, _, wr, err := buckets(tx)
 			w = bytes.Clone(wr)
@@ -309,7 +316,8 @@ func (r *Ring) remember(w []byte, aead cipher.AEAD) {
 	r.keys = keys
 }
 
-// rawRingKey unwraps w with the master.
+// rawRingKey unwraps w with the master, or with a master the reload
+// function finds (WithReload).
 func (r *Ring) rawRingKey(ctx context.Context, w []byte) ([]byte, error) {
 	r.kmu.Lock()
 	m := r.master
@@ -322,7 +330,13 @@ func (r *Ring) rawRingKey(ctx context.Context, w []byte) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrMaster, r.path, err)
+		var ok bool
+		if raw, ok = r.reloaded(ctx, w); !ok {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, r.masterErr(err)
+		}
 	}
 	if len(raw) != RingKeySize {
 		clear(raw)
@@ -359,7 +373,11 @@ func (r *Ring) unwrapRingKey(ctx context.Context, w []byte) (cipher.AEAD, error)
 // If readBack is not nil, it runs in a read transaction on the same open
 // file after the commit, and its error fails the update: what was written
 // must be found again by the ordinary lookup before it is acknowledged.
-func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error) error {
+//
+// If shred is not nil and reports true after the commit (the transaction
+// removed or replaced a wrapped key), the pages it freed are zeroed before
+// the lock is released (see scrub); a failure there is ErrScrub.
+func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error, shred func() bool) error {
 	if r.cfg.readOnly {
 		return ErrReadOnly
 	}
@@ -367,7 +385,7 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 	defer r.mu.Unlock()
 	for attempt := 1; ; attempt++ {
 		var unknown []byte
-		err := r.withDB(ctx, accessWrite, func(db *bolt.DB) error {
+		err := r.withDB(ctx, accessWrite, func(db *bolt.DB, f *os.File) error {
 			err := db.Update(func(tx *bolt.Tx) error {
 				meta, deks, w, err := buckets(tx)
 				if err != nil {
@@ -385,378 +403,33 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 				}
 				return fn(meta, deks, w, ring)
 			})
-			if err != nil || readBack == nil {
+			if err != nil {
 				return err
 			}
-			return db.View(func(tx *bolt.Tx) error {
-				_, deks, _, err := buckets(tx)
+			if readBack != nil {
+				err = db.View(func(tx *bolt.Tx) error {
+					_, deks, _, err := buckets(tx)
+					if err != nil {
+						return err
+					}
+					return readBack(deks)
+				})
 				if err != nil {
 					return err
 				}
-				return readBack(deks)
-			})
+			}
+			if shred != nil && shred() {
+				if err := r.scrub(db, f); err != nil {
+					return fmt.Errorf("%w: %s: %w", ErrScrub, r.path, err)
+				}
+			}
+			return nil
 		})
 		if !errors.Is(err, errStale) || unknown == nil {
 			return err
 		}
-		if _, err := r.unwrapRingKey(ctx, unknown); err != nil {
+		if _, err := r.unwrapRingKey(ctx, unknown); err != nil && !r.retryMaster(err, attempt) {
 			return err
 		}
 	}
-}
-
-// Put wraps dek for the object id under the ring key and writes it in one
-// transaction, replacing any DEK held for id. When Put returns nil the DEK
-// is on disk.
-func (r *Ring) Put(ctx context.Context, id storageid.ID, dek pme.DEK) error {
-	return r.PutBatch(ctx, []Entry{{ID: id, DEK: dek}})
-}
-
-// PutBatch is Put for many DEKs in one transaction (one lock, one sync):
-// either all are written or none. A storage_id given twice keeps the last
-// DEK.
-func (r *Ring) PutBatch(ctx context.Context, entries []Entry) error {
-	raws := make([][]byte, len(entries))
-	defer func() {
-		for _, raw := range raws {
-			clear(raw)
-		}
-	}()
-	for i, e := range entries {
-		if e.DEK.IsZero() {
-			return fmt.Errorf("keyring: %s: %w", e.ID, pme.ErrNoKey)
-		}
-		raws[i] = e.DEK.Bytes()
-	}
-	if len(entries) == 0 {
-		return ctx.Err()
-	}
-	wrapped := make([][]byte, len(entries))
-	return r.update(ctx, func(_, deks *bolt.Bucket, _ []byte, ring cipher.AEAD) error {
-		for i, e := range entries {
-			wrapped[i] = ring.Seal(nil, nil, raws[i], wrapAD(e.ID))
-			if err := deks.Put(e.ID[:], wrapped[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func(deks *bolt.Bucket) error {
-		// Later entries win: check each id against its last value.
-		last := make(map[storageid.ID]int, len(entries))
-		for i, e := range entries {
-			last[e.ID] = i
-		}
-		for id, i := range last {
-			if !bytes.Equal(deks.Get(id[:]), wrapped[i]) {
-				return fmt.Errorf("%w: the DEK written for %s does not read back", ErrFile, id)
-			}
-		}
-		return nil
-	})
-}
-
-// ResolveDEK returns the DEK of the object id. It returns ErrNotFound
-// (which matches reader.ErrNoKey) if the ring has none, and ErrUnwrap if the
-// wrapped DEK does not open for id.
-func (r *Ring) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) {
-	var w, v []byte
-	r.mu.RLock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
-		return db.View(func(tx *bolt.Tx) error {
-			_, deks, wr, err := buckets(tx)
-			if err != nil {
-				return err
-			}
-			val := deks.Get(id[:])
-			if val == nil {
-				return fmt.Errorf("%w: %s", ErrNotFound, id)
-			}
-			if !wrappedLen(len(val)) {
-				return fmt.Errorf("%w: wrapped DEK of %d bytes for %s", ErrFile, len(val), id)
-			}
-			w, v = bytes.Clone(wr), bytes.Clone(val)
-			return nil
-		})
-	})
-	r.mu.RUnlock()
-	if err != nil {
-		return pme.DEK{}, noMeta(err)
-	}
-	ring, err := r.unwrapRingKey(ctx, w)
-	if err != nil {
-		return pme.DEK{}, err
-	}
-	raw, err := ring.Open(nil, nil, v, wrapAD(id))
-	if err != nil {
-		return pme.DEK{}, fmt.Errorf("%w: %s", ErrUnwrap, id)
-	}
-	defer clear(raw)
-	return pme.DEKFromBytes(raw)
-}
-
-// noMeta reports a file without a ring, found after Open, as ErrFile.
-func noMeta(err error) error {
-	if errors.Is(err, errNoMeta) {
-		return fmt.Errorf("%w: %w", ErrFile, err)
-	}
-	return err
-}
-
-// Delete forgets the DEK of id. Forgetting the last copy of a DEK makes its
-// object unreadable (crypto-shredding). Deleting an id the ring does not
-// hold is not an error.
-func (r *Ring) Delete(ctx context.Context, id storageid.ID) error {
-	return noMeta(r.update(ctx, func(_, deks *bolt.Bucket, _ []byte, _ cipher.AEAD) error {
-		return deks.Delete(id[:])
-	}, func(deks *bolt.Bucket) error {
-		if deks.Get(id[:]) != nil {
-			return fmt.Errorf("%w: the DEK of %s is still found after its deletion", ErrFile, id)
-		}
-		return nil
-	}))
-}
-
-// Len returns the number of DEKs held.
-func (r *Ring) Len(ctx context.Context) (int, error) {
-	var n int
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
-		return db.View(func(tx *bolt.Tx) error {
-			_, deks, _, err := buckets(tx)
-			if err != nil {
-				return err
-			}
-			n = deks.Stats().KeyN
-			return nil
-		})
-	})
-	return n, noMeta(err)
-}
-
-// Has reports, for each of ids, whether the ring holds a wrapped DEK for it,
-// all in one read transaction under the shared lock. It unwraps nothing: a
-// DEK it reports may still fail to resolve (ResolveDEK, ErrUnwrap). It is
-// for listings, where resolving every DEK would call the master and open
-// the file once per object.
-func (r *Ring) Has(ctx context.Context, ids ...storageid.ID) ([]bool, error) {
-	out := make([]bool, len(ids))
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB) error {
-		return db.View(func(tx *bolt.Tx) error {
-			_, deks, _, err := buckets(tx)
-			if err != nil {
-				return err
-			}
-			for i, id := range ids {
-				out[i] = deks.Get(id[:]) != nil
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, noMeta(err)
-	}
-	return out, nil
-}
-
-// Rotate makes m the ring's master: it unwraps the ring key with the
-// current master, wraps it under m and writes the one wrapped key. No DEK is
-// rewritten. Both master calls happen outside the write transaction, which
-// replaces the wrapped key only if it is still the one unwrapped. After
-// Rotate, the old master no longer opens the ring.
-func (r *Ring) Rotate(ctx context.Context, m Master) error {
-	if err := checkMaster(m); err != nil {
-		return err
-	}
-	if r.cfg.readOnly {
-		return ErrReadOnly
-	}
-	for range maxAttempts {
-		w, err := r.readRingKey(ctx)
-		if err != nil {
-			return noMeta(err)
-		}
-		raw, err := r.rawRingKey(ctx, w)
-		if err != nil {
-			return err
-		}
-		aead, err := newGCM(raw)
-		if err != nil {
-			clear(raw)
-			return err
-		}
-		nw, err := m.Encrypt(ctx, raw)
-		clear(raw)
-		if err != nil {
-			return fmt.Errorf("keyring: the new master key did not wrap the ring key: %w", err)
-		}
-		if len(nw) == 0 || len(nw) > maxWrappedRingKey {
-			return fmt.Errorf("keyring: the new master key wrapped the ring key into %d bytes", len(nw))
-		}
-		err = r.compareAndSwap(ctx, w, nw, nil, nil)
-		if errors.Is(err, errStale) {
-			continue
-		}
-		if err != nil {
-			return noMeta(err)
-		}
-		r.kmu.Lock()
-		r.master = m
-		r.kmu.Unlock()
-		r.remember(nw, aead)
-		return nil
-	}
-	return fmt.Errorf("%w: the ring key changed %d times during the rotation", ErrBusy, maxAttempts)
-}
-
-// Rekey makes a new random ring key, wraps it under m (the current master
-// if m is nil), and rewraps every DEK under it, all in one transaction: the
-// file holds either every DEK under the old ring key or every DEK under the
-// new one. No object is touched (Section 11.6). It fails with ErrUnwrap,
-// changing nothing, if a wrapped DEK does not open. The master is called
-// outside the transaction.
-func (r *Ring) Rekey(ctx context.Context, m Master) error {
-	if m == nil {
-		r.kmu.Lock()
-		m = r.master
-		r.kmu.Unlock()
-	}
-	if err := checkMaster(m); err != nil {
-		return err
-	}
-	if r.cfg.readOnly {
-		return ErrReadOnly
-	}
-	for range maxAttempts {
-		w, err := r.readRingKey(ctx)
-		if err != nil {
-			return noMeta(err)
-		}
-		old, err := r.unwrapRingKey(ctx, w)
-		if err != nil {
-			return err
-		}
-		raw := make([]byte, RingKeySize)
-		rand.Read(raw)
-		next, err := newGCM(raw)
-		if err != nil {
-			clear(raw)
-			return err
-		}
-		nw, err := m.Encrypt(ctx, raw)
-		clear(raw)
-		if err != nil {
-			return fmt.Errorf("keyring: the master key did not wrap the new ring key: %w", err)
-		}
-		if len(nw) == 0 || len(nw) > maxWrappedRingKey {
-			return fmt.Errorf("keyring: the master key wrapped the ring key into %d bytes", len(nw))
-		}
-		var all []rewrapped
-		err = r.compareAndSwap(ctx, w, nw, func(deks *bolt.Bucket) error {
-			var err error
-			all, err = rewrapAll(ctx, deks, old, next)
-			return err
-		}, func(deks *bolt.Bucket) error { return readBackAll(deks, all) })
-		if errors.Is(err, errStale) {
-			continue
-		}
-		if err != nil {
-			return noMeta(err)
-		}
-		r.kmu.Lock()
-		r.master = m
-		r.kmu.Unlock()
-		r.remember(nw, next)
-		return nil
-	}
-	return fmt.Errorf("%w: the ring key changed %d times during the re-key", ErrBusy, maxAttempts)
-}
-
-// compareAndSwap replaces the wrapped ring key w by nw in one write
-// transaction, after running also (if not nil), provided the file still
-// holds w; else it returns errStale and changes nothing. Then it reads the
-// ring key back, and runs readBack (if not nil), as update does.
-func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack func(deks *bolt.Bucket) error) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.withDB(ctx, accessWrite, func(db *bolt.DB) error {
-		err := db.Update(func(tx *bolt.Tx) error {
-			meta, deks, cur, err := buckets(tx)
-			if err != nil {
-				return err
-			}
-			if !bytes.Equal(cur, w) {
-				return errStale
-			}
-			if also != nil {
-				if err := also(deks); err != nil {
-					return err
-				}
-			}
-			return meta.Put(keyRingKey, nw)
-		})
-		if err != nil {
-			return err
-		}
-		return db.View(func(tx *bolt.Tx) error {
-			_, deks, cur, err := buckets(tx)
-			if err != nil {
-				return err
-			}
-			if !bytes.Equal(cur, nw) {
-				return fmt.Errorf("%w: the new ring key does not read back", ErrFile)
-			}
-			if readBack != nil {
-				return readBack(deks)
-			}
-			return nil
-		})
-	})
-}
-
-type rewrapped struct{ id, w []byte }
-
-// rewrapAll rewraps every DEK in deks from the ring key old to next, and
-// returns what it wrote.
-func rewrapAll(ctx context.Context, deks *bolt.Bucket, old, next cipher.AEAD) ([]rewrapped, error) {
-	var all []rewrapped
-	c := deks.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(all)%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		if len(k) != storageid.Size || !wrappedLen(len(v)) {
-			return nil, fmt.Errorf("%w: an entry of %d and %d bytes", ErrFile, len(k), len(v))
-		}
-		id := storageid.ID(k)
-		raw, err := old.Open(nil, nil, v, wrapAD(id))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrUnwrap, id)
-		}
-		all = append(all, rewrapped{bytes.Clone(k), next.Seal(nil, nil, raw, wrapAD(id))})
-		clear(raw)
-	}
-	for _, e := range all {
-		if err := deks.Put(e.id, e.w); err != nil {
-			return nil, err
-		}
-	}
-	return all, nil
-}
-
-// readBackAll checks that deks holds exactly the entries of all.
-func readBackAll(deks *bolt.Bucket, all []rewrapped) error {
-	for _, e := range all {
-		if !bytes.Equal(deks.Get(e.id), e.w) {
-			return fmt.Errorf("%w: a rewrapped DEK does not read back", ErrFile)
-		}
-	}
-	if n := deks.Stats().KeyN; n != len(all) {
-		return fmt.Errorf("%w: %d DEKs rewrapped, %d found", ErrFile, len(all), n)
-	}
-	return nil
 }

@@ -29,18 +29,18 @@ const (
 // withDB opens the ring file for one operation: it opens the file, locks it
 // (shared for accessRead, exclusive otherwise), checks its bbolt meta and
 // freelist pages under the lock, hands the same open file to bbolt, runs fn,
-// and closes the database, which releases the lock. A panic or a memory
-// fault inside bbolt becomes ErrFile.
-func (r *Ring) withDB(ctx context.Context, a access, fn func(*bolt.DB) error) error {
+// and closes the database, which releases the lock. fn gets the open file
+// too, for scrub. A panic or a memory fault inside bbolt becomes ErrFile.
+func (r *Ring) withDB(ctx context.Context, a access, fn func(*bolt.DB, *os.File) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	flag := os.O_RDONLY
+	flag := os.O_RDONLY | noBlock
 	switch a {
 	case accessWrite:
-		flag = os.O_RDWR
+		flag = os.O_RDWR | noBlock
 	case accessCreate:
-		flag = os.O_RDWR | os.O_CREATE
+		flag = os.O_RDWR | os.O_CREATE | noBlock
 	}
 	f, err := os.OpenFile(r.path, flag, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -74,7 +74,7 @@ func (r *Ring) withDB(ctx context.Context, a access, fn func(*bolt.DB) error) er
 		f.Close() // bbolt closes f when it fails cleanly; a second Close is harmless
 		return boltErr(r.path, err)
 	}
-	err = guard(func() error { return fn(db) })
+	err = guard(func() error { return fn(db, f) })
 	cerr := guard(db.Close)
 	if err == nil && cerr != nil {
 		err = cerr
@@ -108,7 +108,7 @@ func boltErr(path string, err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrFile, path, err)
 	}
 	for _, s := range []error{ErrWrongKEK, ErrMaster, ErrUnwrap, ErrFile, ErrLegacyFormat, ErrNoRing,
-		ErrReadOnly, ErrBusy, ErrConflict, ErrKEK, ErrNotFound, context.Canceled, context.DeadlineExceeded, errStale} {
+		ErrReadOnly, ErrBusy, ErrConflict, ErrScrub, ErrKEK, ErrNotFound, context.Canceled, context.DeadlineExceeded, errStale} {
 		if errors.Is(err, s) {
 			return err // already says what and where
 		}

@@ -247,10 +247,15 @@ func (k *keys) Close() {
 // openRing opens the keyring under its master. It creates the KEK file and
 // the keyring only in ringCreate mode, and says so on msg.
 //
-// If the KEK file's KEK does not open the ring and the file a rotation
-// writes first (nextKEK) does, a keys rotate was interrupted after it
-// rewrapped the ring and before it renamed the new KEK into place: the new
-// KEK is used, and a warning says to run keys rotate again to finish.
+// With a KEK file, the ring follows a keys rotate made by another process,
+// at Open and at every later operation (keyring.WithReload): when the KEK
+// no longer opens the ring key, it tries the file a rotation writes first
+// (nextKEK), then the KEK file read again. So an import that opened the
+// ring before a rotation committed still puts its DEK after it. If the ring
+// opens under nextKEK, a keys rotate was interrupted after it rewrapped the
+// ring and before it renamed the new KEK into place (or is between the two
+// now): the new KEK is used, and a warning says to run keys rotate to
+// finish.
 func (ks *keySource) openRing(ctx context.Context, store string, mode ringMode, msg io.Writer) (*keys, error) {
 	if err := ks.checkApart(store); err != nil {
 		return nil, err
@@ -273,28 +278,21 @@ func (ks *keySource) openRing(ctx context.Context, store string, mode ringMode, 
 		}
 		opts = append(opts, keyring.WithCreate())
 	}
+	if ks.kekPath != "" {
+		opts = append(opts, keyring.WithReload(keyring.ReloadKEKFiles(nextKEK(ks.kekPath), ks.kekPath)))
+	}
 	_, statErr := os.Stat(ks.ringPath)
 	ring, err := keyring.Open(ctx, ks.ringPath, m, opts...)
-	if errors.Is(err, keyring.ErrMaster) && ks.kekPath != "" {
-		// A keys rotate may be under way, or have stopped: the ring may
-		// open under KEK.next (re-keyed, not yet renamed) or under the KEK
-		// file read again (renamed since it was read).
-		for _, p := range []string{nextKEK(ks.kekPath), ks.kekPath} {
-			k, nerr := keyring.LoadKEKFile(p)
-			if nerr != nil {
-				continue
-			}
-			r2, err2 := keyring.Open(ctx, ks.ringPath, k, opts...)
-			if err2 != nil {
-				continue
-			}
-			if p != ks.kekPath {
-				fmt.Fprintf(msg, "sop-pme: warning: the keyring opens under %s, left by an interrupted keys rotate: run sop-pme keys rotate to finish it\n", p)
+	if err == nil && ks.kekPath != "" {
+		if cur, ok := ring.Master().(keyring.KEK); ok && !cur.Equal(m.kek) {
+			// Reloaded: from KEK.next (a rotation re-keyed the ring and has
+			// not renamed it yet), or from the KEK file renamed since it
+			// was read.
+			if nk, err := keyring.LoadKEKFile(nextKEK(ks.kekPath)); err == nil && nk.Equal(cur) {
+				fmt.Fprintf(msg, "sop-pme: warning: the keyring opens under %s, left by an interrupted keys rotate (or one still running): run sop-pme keys rotate to finish it\n", nextKEK(ks.kekPath))
 			}
 			m.close()
-			m = &master{Master: k, kek: k, close: func() {}}
-			ring, err = r2, nil
-			break
+			m = &master{Master: cur, kek: cur, close: func() {}}
 		}
 	}
 	if err != nil {

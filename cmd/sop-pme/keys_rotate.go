@@ -63,7 +63,22 @@ KEK and a new ring key, and rewraps every DEK under them:
 A crash at any point loses no DEK: before step 2 commits the old KEK opens the
 ring, and KEK.next is discarded by the next rotate; after it, every command
 finds that KEK.next opens the ring and uses it, and the next rotate finishes
-the rename. Rotations of one KEK file take a lock, one at a time.
+the rename. Rotations of one KEK file take a lock, one at a time. Commands
+running meanwhile (an import that opened the keyring before the re-key and
+stores its DEK after it) follow the rotation: they read KEK.next, then the
+KEK file, again.
+
+Once the re-key commits, the keyring file is overwritten in place where it
+held the old ring key and every DEK wrapped under it (bbolt leaves freed pages
+as they were; rotate zeroes them), so the retired KEK opens nothing in the
+live file; if rotate dies before that ends, the next rotate (or rm) finishes
+it. What rotate cannot reach, and what still opens under the retired KEK:
+copies of the keyring made before (backups, snapshots, replicas, the
+STORE/keyring.json that migrate read), blocks an SSD remapped when it
+levelled wear, and old blocks kept by a copy-on-write file system (btrfs,
+ZFS, APFS) or a reflinked copy. After a leak, destroy the old KEK and its
+copies; with a KMS, destroy the old KMS key version (not just disable it):
+that, not rotate, is the end of a master key.
 
 With a KEK in $SOP_PME_KEK, the new KEK is written to --new-kek FILE (created
 exclusively) before the ring is re-keyed; then point SOP_PME_KEK_FILE at it.
@@ -71,6 +86,9 @@ exclusively) before the ring is re-keyed; then point SOP_PME_KEK_FILE at it.
 With a KMS key (--kms, $SOP_PME_KMS), rotate rewraps the one ring key under
 the KMS key's current version, or under --to-kms URL; --rekey also makes a new
 ring key and rewraps every DEK. --to-kms moves a KEK-held ring to a KMS too.
+Without --rekey the ring key stays the same: the live file no longer holds it
+wrapped under the old key, but a copy made before opens under the old key
+version until that version is destroyed.
 
 ` + keysHelp,
 		Args: exactArgs(0, "no argument"),
@@ -152,7 +170,12 @@ func (a *app) rotateKEK(ctx context.Context, ks *keySource, out string) (rotateR
 		res.Master = ks.kekPath
 		if nk, err := keyring.LoadKEKFile(next); err == nil && nk.Equal(k.master.kek) {
 			// The ring opened under KEK.next: an earlier rotation re-keyed
-			// it and stopped before the rename. Finish it.
+			// it and stopped before the rename, perhaps before its re-key
+			// had zeroed the pages that hold the old ring key and the DEKs
+			// wrapped under it. Finish both.
+			if err := k.ring.Scrub(ctx); err != nil {
+				return res, about(ks.ringPath, err)
+			}
 			if err := publish(next, ks.kekPath); err != nil {
 				return res, err
 			}

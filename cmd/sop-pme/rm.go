@@ -39,9 +39,16 @@ useless. If rm stops between the two steps, what is left is ciphertext
 without a key: unreadable, and removed by running rm again. The other order
 could leave the key of a deleted object behind, still opening every copy.
 
-A DEK also survives in copies of the keyring file made before rm, under the
-KEK of that time; keys rotate makes a new ring key, so that the KEK alone
-opens no later copy.
+Forgetting the DEK removes it from the keyring file itself: the file is
+overwritten in place where bbolt's freed pages held the wrapped DEK, so it
+cannot be written back or found by rolling the file back a transaction. If rm
+dies before that ends, running it again finishes it. What rm cannot reach: a
+DEK survives in copies of the keyring made before rm (backups, snapshots,
+replicas, the STORE/keyring.json that migrate read), in blocks an SSD
+remapped when it levelled wear, and in old blocks kept by a copy-on-write
+file system (btrfs, ZFS, APFS) or a reflinked copy. Such a copy opens under
+the KEK of its time: to end it, rotate (sop-pme keys rotate) and destroy the
+old KEK and its copies; with a KMS, destroy the old key version.
 
 ` + keysHelp,
 		Args: func(cmd *cobra.Command, args []string) error {
