@@ -11,7 +11,7 @@ var (
 	// ErrFieldID reports a column without a valid, unique Parquet field ID
 	// (Section 11.2). Every field needs one: top-level columns, struct
 	// children, list elements, map keys and values.
-	ErrFieldID = errors.New("writer: every column needs a unique, non-negative Parquet field ID")
+	ErrFieldID = errors.New("writer: every column needs a unique, positive Parquet field ID")
 	// ErrReservedKey reports schema metadata whose key starts with the
 	// reserved padding key sovm:sop-pad-v1 (Section 11.8).
 	ErrReservedKey = errors.New("writer: metadata key is reserved for padding")

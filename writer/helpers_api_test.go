@@ -97,6 +97,7 @@ func TestAssignFieldIDs(t *testing.T) {
 		}, nil),
 		"not a number": arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("x")}}, nil),
 		"negative":     arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("-2")}}, nil),
+		"zero":         arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("0")}}, nil),
 		"too large":    arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("2147483648")}}, nil),
 	} {
 		t.Run(name, func(t *testing.T) {

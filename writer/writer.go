@@ -12,7 +12,7 @@
 //
 // Column field IDs are mandatory (Section 11.2): every field of the schema,
 // nested fields included, carries the Arrow field metadata key
-// "PARQUET:field_id" (FieldIDKey) with a unique non-negative integer.
+// "PARQUET:field_id" (FieldIDKey) with a unique positive integer.
 //
 // The padding is a Thrift binary in the footer, which holds at most 2^31−1
 // bytes (pme.MaxPadValue): from 256 GiB, where Padmé may pad an object by up
