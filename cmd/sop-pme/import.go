@@ -86,7 +86,11 @@ NDJSON (one object per line), told by its first bytes or its name (--format
 otherwise); - is stdin. Import streams: its memory is bounded by about two
 row groups (--row-group-bytes), not by the input. A Parquet file or Arrow IPC
 file on stdin is the exception: it needs random access, and is read into
-memory. CSV and NDJSON column types come from the first 10,000 rows.
+memory. CSV and NDJSON column types come from the first 10,000 rows; a
+CSV record or NDJSON line longer than 8 MiB is refused. The object must be
+one the reader returns with its defaults: a schema at most 64 levels deep
+and 4,096 leaf columns wide, rows that decode within a read's memory limit
+(rows that compress far better than that go into smaller row groups).
 
 Every column of an object needs a Parquet field ID (SOP-PME-1 11.2). Those of
 a Parquet or Arrow input are kept. Without --assign-field-ids a field without
