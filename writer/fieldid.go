@@ -89,8 +89,10 @@ func checkChildren(t arrow.DataType, path string, seen map[int32]string) error {
 //
 //   - A field has an ID when its metadata has FieldIDKey with a positive
 //     decimal int32. The value "-1", which pqarrow reports for a Parquet
-//     column without a field_id, counts as missing; any other value that is
-//     not a positive int32 (0 included) is an error.
+//     column without a field_id, counts as missing, and so does "0", which
+//     SOP-PME-1 does not take (reader.Check fails it) and DuckDB's
+//     FIELD_IDS 'auto' gives its first column; any other value that is not
+//     a positive int32 is an error.
 //   - Missing IDs are numbered from one more than the largest existing ID
 //     (from 1 if there is none), in the order Iceberg assigns fresh IDs: the
 //     fields of a struct (the top level first) in order, then, in the same
@@ -170,10 +172,10 @@ func AssignFieldIDs(schema *arrow.Schema) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, &md), nil
 }
 
-// fieldID reads a field's ID: ok is false if it has none, or "-1".
+// fieldID reads a field's ID: ok is false if it has none, "-1" or "0".
 func fieldID(f arrow.Field, path string) (id int64, ok bool, err error) {
 	v, has := f.Metadata.GetValue(FieldIDKey)
-	if !has || v == "-1" {
+	if !has || v == "-1" || v == "0" {
 		return 0, false, nil
 	}
 	id, perr := strconv.ParseInt(v, 10, 32)

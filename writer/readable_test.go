@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/internal/memstore"
 	"github.com/sovm/sop-pme/pme"
@@ -282,4 +284,53 @@ func nullRows(schema *arrow.Schema, n int) arrow.RecordBatch {
 		fb.AppendNulls(n)
 	}
 	return b.NewRecordBatch()
+}
+
+// TestSealFileFieldIDZero: a file whose first column has field ID 0, as
+// DuckDB's FIELD_IDS 'auto' writes them, which reader.Check fails: SealFile
+// refuses it (ErrFieldID), and with WithAssignFieldIDs gives that column a
+// fresh ID, making a conformant object.
+func TestSealFileFieldIDZero(t *testing.T) {
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: idMeta(0)},
+		{Name: "b", Type: arrow.PrimitiveTypes.Int64, Metadata: idMeta(1)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{3, 4}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	fw, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file := buf.Bytes()
+	st := &committing{Store: memstore.New()}
+	if _, err := writer.SealFile(ctx, st, bytes.NewReader(file), int64(len(file))); !errors.Is(err, writer.ErrFieldID) || !strings.Contains(err.Error(), "a has none") {
+		t.Errorf("SealFile: %v, want ErrFieldID naming a", err)
+	}
+	obj, err := writer.SealFile(ctx, st, bytes.NewReader(file), int64(len(file)), writer.WithAssignFieldIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reader.Check(ctx, st, obj.StorageID, oneKey{obj.StorageID, obj.DEK})
+	if err != nil || !rep.Conformant() {
+		t.Fatalf("Check: %v\n%v", err, rep)
+	}
+	r, err := reader.Open(ctx, st, obj.StorageID, oneKey{obj.StorageID, obj.DEK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(r.Schema()); got != "a=2 b=1" {
+		t.Errorf("field IDs %s, want a=2 b=1", got)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -222,4 +223,38 @@ func (e *env) peakRSS(args ...string) (result, int64, time.Duration) {
 		e.t.Fatal("no VmHWM read from /proc")
 	}
 	return result{code, stdout.String(), stderr.String()}, peak.Load(), el
+}
+
+// TestImportDuckDBAutoFieldIDs: a Parquet file whose field IDs start at 0,
+// as DuckDB's FIELD_IDS 'auto' writes them, is refused without
+// --assign-field-ids (0 is not a SOP-PME-1 field ID, and check fails it),
+// naming the field, and with it imports as a conformant object whose field
+// of ID 0 has a fresh one.
+func TestImportDuckDBAutoFieldIDs(t *testing.T) {
+	id := func(v string) arrow.Metadata { return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{v}) }
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: id("0")},
+		{Name: "b", Type: arrow.BinaryTypes.String, Metadata: id("1")},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"x", "y", "z"}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	in := filepath.Join(t.TempDir(), "auto.parquet")
+	if err := os.WriteFile(in, plainParquet(t, rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.fails(exitFailure, []string{"a (ID 0)", "--assign-field-ids"}, "import", in)
+	e.nothingImported()
+	res := e.importJSON(in, "--assign-field-ids")
+	e.ok("check", res.StorageID)
+	r := e.ok("schema", res.StorageID)
+	for _, want := range []string{`(?m)^a\s+int64\s+(not )?null\s+2$`, `(?m)^b\s+utf8\s+(not )?null\s+1$`} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("schema lacks %s:\n%s", want, r.stdout)
+		}
+	}
 }
