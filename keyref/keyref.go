@@ -47,10 +47,35 @@ var ErrSyntax = errors.New("keyref: invalid key_ref syntax")
 // crypto/rand.Read never returns an error: if the operating system's random
 // source fails, the program crashes irrecoverably instead, so New cannot
 // return a predictable or partial Ref.
+//
+// A draw that NotRandom flags (all zero, or all printable ASCII: about one
+// in 2^23) is drawn again, so that a writer never writes a key_ref that a
+// conformance check calls semantic.
 func New() Ref {
 	var r Ref
-	rand.Read(r[:]) // Never returns an error (Go 1.24+); see above.
-	return r
+	for {
+		rand.Read(r[:]) // Never returns an error (Go 1.24+); see above.
+		if r.NotRandom() == "" {
+			return r
+		}
+	}
+}
+
+// NotRandom says why r does not look like a value drawn at random, or ""
+// if it does. Section 11.5 forbids semantic key metadata ("health-key",
+// "finance-2026"); a random 16-byte value is all zero with probability
+// 2^−128 and all printable ASCII (0x20 to 0x7e) with probability about
+// 2^−23, so a key_ref of either kind was almost surely chosen, not drawn.
+func (r Ref) NotRandom() string {
+	if r.IsZero() {
+		return "16 zero bytes"
+	}
+	for _, b := range r {
+		if b < 0x20 || b > 0x7e {
+			return ""
+		}
+	}
+	return fmt.Sprintf("all printable ASCII (%q)", r[:])
 }
 
 // IsZero reports whether r is the zero Ref, which New never returns (short

@@ -121,6 +121,27 @@ func TestIsZero(t *testing.T) {
 	}
 }
 
+// TestNotRandom: a key_ref of 16 zero bytes or of printable ASCII (a name
+// such as "health-key-2026!") is flagged; drawn ones are not, and New never
+// returns a flagged one.
+func TestNotRandom(t *testing.T) {
+	for _, r := range []Ref{{}, Ref([]byte("health-key-2026!")), Ref([]byte("                ")), Ref([]byte("~~~~~~~~~~~~~~~~"))} {
+		if r.NotRandom() == "" {
+			t.Errorf("%q is not flagged", r[:])
+		}
+	}
+	for _, r := range []Ref{{Size - 1: 1}, Ref([]byte("health-key-2026\x00")), Ref([]byte("health-key-2026\x7f")), Ref([]byte("health-key-2026\x80"))} {
+		if why := r.NotRandom(); why != "" {
+			t.Errorf("%q is flagged: %s", r[:], why)
+		}
+	}
+	for range 10000 {
+		if r := New(); r.NotRandom() != "" {
+			t.Fatalf("New() = %v: %s", r, r.NotRandom())
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	valid := "000123456789abcdef1032547698baff"
 	for _, s := range []string{

@@ -87,12 +87,33 @@ func OpenFooter(dek DEK, body []byte) (*Footer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("footer: %w", err)
 	}
+	return ParseFooter(plain)
+}
+
+// ParseFooter decodes a plaintext FileMetaData as OpenFooter does, under
+// the same limits: what a writer runs on the footer it is about to seal, so
+// that it never publishes a footer its reader refuses. The Footer keeps
+// plain.
+func ParseFooter(plain []byte) (*Footer, error) {
 	view, err := thrift.DecodeView(plain, footerLimits(len(plain)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: footer FileMetaData: %w", ErrFormat, err)
 	}
 	return &Footer{view: view}, nil
 }
+
+// DefaultMaxFooterRegion is the least default limit on an object's footer
+// region (FileCryptoMetaData plus the footer module), in bytes: the reader
+// refuses a larger region unless told otherwise, and the writer refuses to
+// publish one. Padding lives in the footer (Section 11.8): Padmé pads an
+// object by less than 1/32 of its size from 32 KiB on, so the limit for an
+// object of a given size is MaxFooterRegion.
+const DefaultMaxFooterRegion = 256 << 20
+
+// MaxFooterRegion returns the default limit on the footer region of an
+// object of size bytes: DefaultMaxFooterRegion or 1/16 of the object,
+// whichever is larger.
+func MaxFooterRegion(size int64) int64 { return max(DefaultMaxFooterRegion, size/16) }
 
 // edit makes the footer an editable tree.
 func (f *Footer) edit() {

@@ -40,8 +40,11 @@ type Field struct {
 // (see Fields).
 const MaxPathBytes = 1 << 20
 
-// maxSchemaDepth is the deepest schema nesting Fields accepts.
-const maxSchemaDepth = 64
+// MaxSchemaDepth is the deepest schema nesting Fields accepts, counted in
+// schema elements below the root (a LIST or MAP annotated group and its
+// repeated group are two levels). A writer refuses a schema deeper than
+// this, so that it never publishes an object its reader refuses.
+const MaxSchemaDepth = 64
 
 // MaxElements returns how many schema elements (columns and groups) a
 // footer of footerLen bytes may have: 16,384, plus one per 96 bytes. A
@@ -107,8 +110,8 @@ type schemaWalk struct {
 // leaves it has. synthetic marks the repeated group directly under a LIST or
 // MAP annotated group.
 func (w *schemaWalk) node(path []string, synthetic bool, depth int) (int, error) {
-	if w.pos >= len(w.items) || depth > maxSchemaDepth {
-		return 0, fmt.Errorf("%w: schema tree is truncated or too deep", ErrFormat)
+	if err := treeStep(w.pos, len(w.items), depth); err != nil {
+		return 0, err
 	}
 	e := w.items[w.pos]
 	w.pos++
@@ -174,8 +177,8 @@ func checkPaths(items []thrift.Node, limit int64) error {
 			continue
 		}
 		top.left--
-		if pos >= len(items) || len(stack) > maxSchemaDepth {
-			return fmt.Errorf("%w: schema tree is truncated or too deep", ErrFormat)
+		if err := treeStep(pos, len(items), len(stack)); err != nil {
+			return err
 		}
 		e := items[pos]
 		pos++
@@ -198,6 +201,18 @@ func checkPaths(items []thrift.Node, limit int64) error {
 		if n > 0 {
 			stack = append(stack, frame{left: n, path: path})
 		}
+	}
+	return nil
+}
+
+// treeStep checks that the schema element at pos, depth levels below the
+// root, exists and is not deeper than MaxSchemaDepth.
+func treeStep(pos, n, depth int) error {
+	if depth > MaxSchemaDepth {
+		return fmt.Errorf("%w: the schema nests deeper than %d levels", ErrFormat, MaxSchemaDepth)
+	}
+	if pos >= n {
+		return fmt.Errorf("%w: the schema tree is truncated: num_children counts more elements than there are", ErrFormat)
 	}
 	return nil
 }

@@ -59,9 +59,9 @@ func (h *heapSampler) Peak() uint64 {
 	return max(h.peak, heapNow())
 }
 
-// sizes returns the footer region's size and the largest column chunk of a
-// sealed object.
-func sizes(t *testing.T, obj []byte, dek pme.DEK) (footer, chunk int64) {
+// sizes returns the footer region's size, the largest column chunk and the
+// number of leaf columns of a sealed object.
+func sizes(t *testing.T, obj []byte, dek pme.DEK) (footer, chunk int64, leaves int) {
 	flen := int64(binary.LittleEndian.Uint32(obj[len(obj)-8:]))
 	tail, err := pme.ParseFooterRegion(obj[int64(len(obj))-8-flen : len(obj)-8])
 	if err != nil {
@@ -69,7 +69,7 @@ func sizes(t *testing.T, obj []byte, dek pme.DEK) (footer, chunk int64) {
 	}
 	f, err := pme.OpenFooter(dek, tail.FooterBody)
 	if err != nil {
-		return flen, 0
+		return flen, 0, 0
 	}
 	rgs, _ := f.ColumnChunks()
 	for _, rg := range rgs {
@@ -77,12 +77,18 @@ func sizes(t *testing.T, obj []byte, dek pme.DEK) (footer, chunk int64) {
 			chunk = max(chunk, c.Len)
 		}
 	}
-	return flen, chunk
+	fields, _ := f.Fields()
+	for _, fd := range fields {
+		leaves = max(leaves, fd.FirstLeaf+fd.NumLeaf)
+	}
+	return flen, chunk, leaves
 }
 
 // TestHostileMemoryBound: for every hostile case, Open, a full Scan drained
 // to its end, and Check return (with the case's error, or rows), and the Go
-// heap's peak stays under 64 MiB + 16 × (footer bytes + the largest chunk).
+// heap's peak stays under 64 MiB + 16 × (footer bytes + the largest chunk)
+// + 64 KiB for each leaf column whose decoder the default memory limit
+// makes room for (up to reader.DefaultMaxColumns).
 // The heap (every allocated object, live or not yet swept) is sampled every
 // 200 µs, with the garbage collector at GOGC=25 and a memory limit at the
 // bound, so that the peak is what the reader holds, not what it has dropped
@@ -98,8 +104,11 @@ func TestHostileMemoryBound(t *testing.T) {
 			if c.err != nil {
 				t.Fatal(c.err)
 			}
-			footer, chunk := sizes(t, c.obj, dek)
-			bound := uint64(64<<20 + 16*(footer+chunk))
+			footer, chunk, leaves := sizes(t, c.obj, dek)
+			if leaves > reader.DefaultMaxColumns {
+				leaves = 0 // the default limit makes no room for their decoders
+			}
+			bound := uint64(64<<20 + 16*(footer+chunk) + 64<<10*int64(leaves))
 			st := hostile.NewStore()
 			id := st.Put(c.obj, dek)
 			runtime.GC()
@@ -111,7 +120,7 @@ func TestHostileMemoryBound(t *testing.T) {
 			_, cerr := reader.Check(ctx, st, id, st)
 			peak := h.Peak()
 			grew := peak - min(peak, base)
-			t.Logf("footer %d, chunk %d: peak %.1f MiB, bound %.1f MiB; %d rows, %v", footer, chunk,
+			t.Logf("footer %d, chunk %d, %d leaves: peak %.1f MiB, bound %.1f MiB; %d rows, %v", footer, chunk, leaves,
 				float64(grew)/(1<<20), float64(bound)/(1<<20), rows, err)
 			if cerr != nil {
 				t.Errorf("Check: %v", cerr)

@@ -28,7 +28,9 @@ const (
 	// ReqAlgorithm: FileCryptoMetaData names AES_GCM_V1 with no AAD fields
 	// (Section 11.3).
 	ReqAlgorithm
-	// ReqKeyRef: key_metadata holds a 16-byte key_ref (Section 11.5).
+	// ReqKeyRef: key_metadata holds a 16-byte key_ref that looks random:
+	// not all zero, not all printable ASCII (Section 11.5 forbids semantic
+	// key metadata; see keyref.Ref.NotRandom).
 	ReqKeyRef
 	// ReqModules: the footer and every data module open under the DEK with
 	// the empty AAD, and the data modules tile the data region, with every
@@ -41,8 +43,8 @@ const (
 	// ReqPaddedSize: the object's size is Padmé of its unpadded size
 	// (Section 11.8).
 	ReqPaddedSize
-	// ReqFieldIDs: every column of the schema carries a field ID, unique in
-	// the schema (Section 11.2).
+	// ReqFieldIDs: every column of the schema carries a positive field ID,
+	// unique in the schema (Section 11.2).
 	ReqFieldIDs
 )
 
@@ -191,7 +193,11 @@ func Check(ctx context.Context, src verify.Source, id storageid.ID, keys KeyReso
 	rep.pass(ReqAlgorithm)
 	if len(cm.KeyMetadata) == keyref.Size {
 		rep.KeyRef = keyref.Ref(cm.KeyMetadata)
-		rep.pass(ReqKeyRef)
+		if why := rep.KeyRef.NotRandom(); why != "" {
+			rep.fail(ReqKeyRef, "key_metadata is not random (semantic): %s", why)
+		} else {
+			rep.pass(ReqKeyRef)
+		}
 	} else if cm.KeyMetadata == nil {
 		rep.fail(ReqKeyRef, "no key_metadata")
 	} else {
@@ -322,11 +328,14 @@ func checkFieldIDs(rep *Report, footer *pme.Footer) {
 		return
 	}
 	seen := map[int32]string{}
-	var missing, dups []string
+	var missing, invalid, dups []string
 	for _, f := range fields {
 		if !f.HasID {
 			missing = append(missing, f.Path)
 			continue
+		}
+		if f.ID <= 0 {
+			invalid = append(invalid, fmt.Sprintf("%s has %d", f.Path, f.ID))
 		}
 		if other, ok := seen[f.ID]; ok {
 			dups = append(dups, fmt.Sprintf("%s and %s share %d", other, f.Path, f.ID))
@@ -336,6 +345,8 @@ func checkFieldIDs(rep *Report, footer *pme.Footer) {
 	switch {
 	case len(missing) > 0:
 		rep.fail(ReqFieldIDs, "no field ID on %s", strings.Join(missing, ", "))
+	case len(invalid) > 0:
+		rep.fail(ReqFieldIDs, "field IDs are positive: %s", strings.Join(invalid, ", "))
 	case len(dups) > 0:
 		rep.fail(ReqFieldIDs, "%s", strings.Join(dups, "; "))
 	default:

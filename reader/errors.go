@@ -16,7 +16,9 @@ var (
 	// data region, a read outside every column chunk, a page header that
 	// breaks a rule the decoder relies on.
 	ErrFormat = errors.New("reader: malformed object")
-	// ErrField reports a projection by a field ID the schema does not have.
+	// ErrField reports a projection by a field ID the schema does not have,
+	// and, from Open, a schema in which two fields share a field ID
+	// (Section 11.2: a projection by ID must name one field).
 	ErrField = errors.New("reader: no field with this field ID")
 	// ErrRowGroup reports a row-group index out of range.
 	ErrRowGroup = errors.New("reader: no such row group")
@@ -29,6 +31,9 @@ var (
 	// ErrMemoryLimit reports a batch whose decoding would allocate more
 	// than the scan's memory limit (see WithMemoryLimit).
 	ErrMemoryLimit = errors.New("reader: decoding a batch needs more memory than the limit")
+	// ErrValueLimit reports a scan that would decode more values than its
+	// limit (see WithMaxValues).
+	ErrValueLimit = errors.New("reader: the scan would decode more values than its limit")
 	// ErrClosed reports use of a closed Reader.
 	ErrClosed = errors.New("reader: reader is closed")
 )

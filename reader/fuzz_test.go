@@ -115,7 +115,7 @@ func FuzzPlaintext(f *testing.F) {
 // typed reports whether err matches one of the sentinels a read may return.
 func typed(err error) bool {
 	for _, s := range []error{
-		reader.ErrFormat, reader.ErrDecode, reader.ErrMemoryLimit,
+		reader.ErrFormat, reader.ErrDecode, reader.ErrMemoryLimit, reader.ErrValueLimit, reader.ErrField,
 		pme.ErrFormat, pme.ErrAuth, pme.ErrModule, pme.ErrUnsupported, pme.ErrPlaintextFooter, pme.ErrTooLarge,
 		verify.ErrVerify, verify.ErrSize,
 	} {

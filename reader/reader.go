@@ -51,13 +51,20 @@
 //   - A scan's decoder allocates through a budget (WithMemoryLimit): what an
 //     object decodes to is bounded by what the scan reads, not by what the
 //     pages claim (ErrMemoryLimit).
+//   - A scan decodes at most WithMaxValues values (by default 2^30, or 4,096
+//     per byte of the object), refusing a row group that would pass the
+//     limit before decoding it (ErrValueLimit), and checks its context
+//     before every batch: a page of one RLE run claims 2^31−1 rows in a few
+//     bytes, as a constant column's page legitimately does.
+//   - Two fields with one field ID make Open fail (ErrField).
 //   - arrow-go decodes in the goroutine that calls the record reader's Next,
 //     which turns any panic of the decoder into an error (ErrDecode); no
 //     goroutine arrow-go starts decodes. Every error of a scan is typed.
 //
 // Under these rules the hostile objects of internal/hostile open, scan and
 // check within 64 MiB + 16 × (footer bytes + the largest column chunk) of
-// Go heap, as a test measures.
+// Go heap, plus 64 KiB for each leaf column whose decoder the default memory
+// limit makes room for (at most DefaultMaxColumns), as a test measures.
 package reader
 
 import (
@@ -94,8 +101,8 @@ type KeyResolver interface {
 // (FileCryptoMetaData plus the footer module), in bytes. Padding lives in the
 // footer (Section 11.8): Padmé pads an object by less than 1/32 of its size
 // from 32 KiB on, so the default limit is the larger of this and 1/16 of
-// the object's proven size.
-const DefaultMaxFooterSize = 256 << 20
+// the object's proven size (pme.MaxFooterRegion, which the writer holds to).
+const DefaultMaxFooterSize = pme.DefaultMaxFooterRegion
 
 // minObjectSize is "PARE", the smallest FileCryptoMetaData (5 bytes), an
 // empty footer module (32 bytes) and the trailer.
@@ -203,7 +210,7 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	dataEnd := size - pme.TrailerSize - int64(flen)
 	maxFooter := cfg.maxFooter
 	if maxFooter == 0 {
-		maxFooter = max(DefaultMaxFooterSize, size/16)
+		maxFooter = pme.MaxFooterRegion(size)
 	}
 	if int64(flen) > maxFooter || dataEnd < 4 {
 		return nil, fmt.Errorf("%w: footer region of %d bytes in an object of %d", ErrFormat, flen, size)
@@ -258,6 +265,9 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 	}
 	r.nrg = len(rgs)
 	if r.fields, err = footer.Fields(); err != nil {
+		return err
+	}
+	if err := uniqueIDs(r.fields); err != nil {
 		return err
 	}
 	// Readers must ignore the padding entries (Section 11.8); this one
@@ -465,6 +475,7 @@ type scanConfig struct {
 	rowGroups []int
 	batch     int64
 	memLimit  int64
+	maxValues int64
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs
@@ -494,7 +505,8 @@ func WithRowGroups(idx ...int) ScanOption {
 	}
 }
 
-// WithBatchSize sets the most rows per record (default 65536).
+// WithBatchSize sets the most rows per record (default DefaultBatchSize,
+// 65536).
 func WithBatchSize(n int64) ScanOption {
 	return func(c *scanConfig) error {
 		if n <= 0 {
@@ -508,10 +520,12 @@ func WithBatchSize(n int64) ScanOption {
 // WithMemoryLimit sets the memory, in bytes, a scan's decoder may use: its
 // column decoders (64 KiB for each leaf column the scan reads) and what
 // decoding one batch allocates through the allocator and does not free.
-// The default is 40 MiB plus 16 bytes per byte of the column chunks the
-// columns decode, which bounds what an object can make the decoder
-// allocate (a dictionary of long strings, or a run of nulls, decodes to far
-// more than its bytes) by what the scan reads, whatever the footer claims.
+// The default (DefaultMemoryLimit) is 40 MiB, plus 64 KiB for the decoder
+// of each leaf column the scan reads if it reads at most DefaultMaxColumns,
+// plus 16 bytes per byte of the column chunks the columns decode, which
+// bounds what an object can make the decoder allocate (a dictionary of long
+// strings, or a run of nulls, decodes to far more than its bytes) by what
+// the scan reads and its width, whatever the footer claims.
 // A scan whose column decoders do not fit fails at once, and a batch beyond
 // the limit makes the record reader fail, with an error matching
 // ErrMemoryLimit. Lower WithBatchSize, or project fewer fields, to need
@@ -536,7 +550,7 @@ func WithMemoryLimit(n int64) ScanOption {
 // any of its rows are returned. An error of the decoder matches ErrDecode:
 // no panic of the decoder escapes the record reader. ctx bounds the scan.
 func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordReader, error) {
-	cfg := scanConfig{batch: 1 << 16}
+	cfg := scanConfig{batch: DefaultBatchSize, maxValues: DefaultMaxValues(r.Size())}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -576,7 +590,13 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		}
 	}
 	if !b.fits(first) {
-		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d; project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first))
+		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d (the default makes room for up to %d); project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first), DefaultMaxColumns)
+	}
+	values := &valueBudget{r: r, cols: cols, limit: cfg.maxValues}
+	if len(rgs) > 0 {
+		if err := values.take(rgs[0]); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	pf, view, err := r.open(ctx, b)
@@ -612,7 +632,7 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		return nil, err
 	}
 	f := startFetcher(ctx, view, r.grid, cols, rgs)
-	sr := &scanReader{rr: rr, schema: rr.Schema(), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b,
+	sr := &scanReader{rr: rr, schema: rr.Schema(), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
 		done: func() { cancel(); f.stop(); view.close() }}
 	sr.refs.Store(1)
 	return sr, nil

@@ -40,14 +40,17 @@ const (
 // arrow-go builds its column readers, in goroutines of its own) the budget
 // only counts.
 //
-// The default limit is scanMemoryBase plus scanMemoryPerByte per byte of
-// the column chunks the columns decode: those each holds when the batch
-// begins, and those it reads during the batch. A decoded batch is bounded
-// by what the scan reads, whatever the object claims.
+// The default limit (DefaultMemoryLimit) is scanMemoryBase, plus
+// columnCost per leaf column (up to DefaultMaxColumns of them), plus
+// scanMemoryPerByte per byte of the column chunks the columns decode: those
+// each holds when the batch begins, and those it reads during the batch. A
+// decoded batch is bounded by what the scan reads, whatever the object
+// claims.
 type budget struct {
-	mem   memory.Allocator
-	fixed int64 // the limit set by WithMemoryLimit, or 0 for the default
-	cols  int64 // columnCost × the scan's leaf columns
+	mem     memory.Allocator
+	fixed   int64 // the limit set by WithMemoryLimit, or 0 for the default
+	cols    int64 // columnCost × the scan's leaf columns
+	columns int   // the scan's leaf columns
 
 	used  atomic.Int64 // bytes allocated and not freed in this batch
 	limit atomic.Int64 // what this batch may use
@@ -61,7 +64,7 @@ type budget struct {
 type errBudget struct{ want, limit int64 }
 
 func newBudget(mem memory.Allocator, fixed int64, columns int) *budget {
-	b := &budget{mem: mem, fixed: fixed, cols: columnCost * int64(columns), held: map[int]int64{}}
+	b := &budget{mem: mem, fixed: fixed, cols: columnCost * int64(columns), columns: columns, held: map[int]int64{}}
 	b.limit.Store(b.total(0) - b.cols)
 	return b
 }
@@ -71,7 +74,7 @@ func (b *budget) total(held int64) int64 {
 	if b.fixed > 0 {
 		return b.fixed
 	}
-	return scanMemoryBase + scanMemoryPerByte*held
+	return DefaultMemoryLimit(b.columns, held)
 }
 
 // fits reports whether the scan's column decoders fit its limit when they
@@ -154,6 +157,7 @@ type scanReader struct {
 	fetch  *fetcher
 	view   *plainView
 	budget *budget
+	values *valueBudget
 	refs   atomic.Int64
 	done   func()
 	err    error
@@ -176,6 +180,12 @@ func (s *scanReader) Next() (ok bool) {
 		}
 	}()
 	for {
+		// The caller's deadline ends the scan between any two batches,
+		// however many rows a row group claims.
+		if err := s.ctx.Err(); err != nil {
+			s.err = err
+			return false
+		}
 		if s.rr != nil && s.loaded {
 			s.budget.begin()
 			if s.rr.Next() {
@@ -195,6 +205,14 @@ func (s *scanReader) Next() (ok bool) {
 				s.err = err
 			}
 			return false
+		}
+		if s.rr == nil {
+			// The first row group's values were charged by Scan.
+			if err := s.values.take(d.rg); err != nil {
+				s.view.setCurrent(d) // so that its chunks are cleared
+				s.err = err
+				return false
+			}
 		}
 		s.view.setCurrent(d)
 		if s.rr == nil {

@@ -11,7 +11,7 @@ var (
 	// ErrFieldID reports a column without a valid, unique Parquet field ID
 	// (Section 11.2). Every field needs one: top-level columns, struct
 	// children, list elements, map keys and values.
-	ErrFieldID = errors.New("writer: every column needs a unique, non-negative Parquet field ID")
+	ErrFieldID = errors.New("writer: every column needs a unique, positive Parquet field ID")
 	// ErrReservedKey reports schema metadata whose key starts with the
 	// reserved padding key sovm:sop-pad-v1 (Section 11.8).
 	ErrReservedKey = errors.New("writer: metadata key is reserved for padding")
@@ -26,6 +26,18 @@ var (
 	// ErrPadding reports an object that would not reach its Padmé target
 	// exactly. Such an object is never published (Section 11.8).
 	ErrPadding = errors.New("writer: object does not reach its Padmé target")
+	// ErrReaderLimit reports an object that package reader would refuse, or
+	// could not return with its default options: a schema nested deeper
+	// than pme.MaxSchemaDepth or wider than reader.DefaultMaxColumns leaf
+	// columns, a footer beyond the reader's bounds on its paths, elements,
+	// key-value entries or size (pme), more values than
+	// reader.DefaultMaxValues, or a row whose values decode to more than
+	// the default memory limit of a scan (reader.DefaultMemoryLimit). Such
+	// an object is never published, and no DEK is handed out for it: a
+	// writer must not acknowledge what its reader cannot read back (the
+	// spirit of Section 11.8's rule against publishing short of the
+	// target).
+	ErrReaderLimit = errors.New("writer: the object would break a limit of the reader")
 	// ErrEncode reports a failure of the Parquet encoder.
 	ErrEncode = errors.New("writer: Parquet encoding failed")
 	// ErrNotSealable reports a plaintext Parquet file that SealFile cannot

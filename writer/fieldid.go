@@ -15,9 +15,10 @@ import (
 const FieldIDKey = "PARQUET:field_id"
 
 // checkSchema enforces Section 11.2 before anything is written: every field,
-// at every depth, carries a field ID that parses as a non-negative int32 and
-// is unique in the schema. arrow-go silently drops negative or unparsable
-// IDs, so they are refused here. It also refuses schema metadata keys
+// at every depth, carries a field ID that parses as a positive int32 and is
+// unique in the schema. arrow-go silently drops negative or unparsable IDs,
+// so they are refused here, and 0 with them: reader.Check reports a field ID
+// below 1 (pqarrow's -1 stands for none, and Iceberg's IDs start at 1). It also refuses schema metadata keys
 // reserved for padding (Section 11.8).
 func checkSchema(s *arrow.Schema) error {
 	if s == nil || s.NumFields() == 0 {
@@ -44,8 +45,8 @@ func checkField(f arrow.Field, path string, seen map[int32]string) error {
 		return fmt.Errorf("%w: %s has none", ErrFieldID, path)
 	}
 	id, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || id < 0 {
-		return fmt.Errorf("%w: %s has %q", ErrFieldID, path, v)
+	if err != nil || id < 1 {
+		return fmt.Errorf("%w: %s has %q; field IDs are positive", ErrFieldID, path, v)
 	}
 	if other, dup := seen[int32(id)]; dup {
 		return fmt.Errorf("%w: %s and %s share %d", ErrFieldID, other, path, id)
@@ -86,10 +87,12 @@ func checkChildren(t arrow.DataType, path string, seen map[int32]string) error {
 //
 // The rule, which the sop-pme command's import uses too:
 //
-//   - A field has an ID when its metadata has FieldIDKey with a
-//     non-negative decimal int32. The value "-1", which pqarrow reports for
-//     a Parquet column without a field_id, counts as missing; any other
-//     value that is not a non-negative int32 is an error.
+//   - A field has an ID when its metadata has FieldIDKey with a positive
+//     decimal int32. The value "-1", which pqarrow reports for a Parquet
+//     column without a field_id, counts as missing, and so does "0", which
+//     SOP-PME-1 does not take (reader.Check fails it) and DuckDB's
+//     FIELD_IDS 'auto' gives its first column; any other value that is not
+//     a positive int32 is an error.
 //   - Missing IDs are numbered from one more than the largest existing ID
 //     (from 1 if there is none), in the order Iceberg assigns fresh IDs: the
 //     fields of a struct (the top level first) in order, then, in the same
@@ -169,15 +172,15 @@ func AssignFieldIDs(schema *arrow.Schema) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, &md), nil
 }
 
-// fieldID reads a field's ID: ok is false if it has none, or "-1".
+// fieldID reads a field's ID: ok is false if it has none, "-1" or "0".
 func fieldID(f arrow.Field, path string) (id int64, ok bool, err error) {
 	v, has := f.Metadata.GetValue(FieldIDKey)
-	if !has || v == "-1" {
+	if !has || v == "-1" || v == "0" {
 		return 0, false, nil
 	}
 	id, perr := strconv.ParseInt(v, 10, 32)
-	if perr != nil || id < 0 {
-		return 0, false, fmt.Errorf("%w: %s has %q", ErrFieldID, path, v)
+	if perr != nil || id < 1 {
+		return 0, false, fmt.Errorf("%w: %s has %q; field IDs are positive", ErrFieldID, path, v)
 	}
 	return id, true, nil
 }

@@ -105,6 +105,24 @@ func TestAssignFieldIDs(t *testing.T) {
 			}
 		})
 	}
+	t.Run("0 counts as missing", func(t *testing.T) {
+		// DuckDB's FIELD_IDS 'auto' numbers from 0, which SOP-PME-1 does
+		// not take (reader.Check fails it): the field gets a fresh ID.
+		s := arrow.NewSchema([]arrow.Field{
+			{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("0")},
+			{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("2")}), Metadata: fid("1")},
+		}, nil)
+		got, err := writer.AssignFieldIDs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "a=3 s=1 s.x=2"; ids(got) != want {
+			t.Fatalf("got %s\nwant %s", ids(got), want)
+		}
+		if _, err := writer.New(memstore.New(), s); !errors.Is(err, writer.ErrFieldID) {
+			t.Errorf("New takes field ID 0: %v", err)
+		}
+	})
 	t.Run("past int32", func(t *testing.T) {
 		s := arrow.NewSchema([]arrow.Field{
 			{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("2147483647")},

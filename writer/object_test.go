@@ -371,6 +371,8 @@ func TestBadInput(t *testing.T) {
 		for name, fields := range map[string][]arrow.Field{
 			"missing":           {f("a", i64, "")},
 			"negative":          {f("a", i64, "-1")},
+			"zero":              {f("a", i64, "0")},
+			"zero nested":       {f("s", arrow.StructOf(f("c", i64, "0")), "1")},
 			"unparsable":        {f("a", i64, "x")},
 			"too large":         {f("a", i64, "4294967296")},
 			"duplicate":         {f("a", i64, "1"), f("b", i64, "1")},

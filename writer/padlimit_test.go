@@ -74,3 +74,39 @@ func TestPadBeyondThriftBinary(t *testing.T) {
 		t.Errorf("pad allocated %d bytes before refusing", n)
 	}
 }
+
+// TestCheckReadableRegion: the writer refuses a footer region larger than
+// the reader takes (pme.MaxFooterRegion of the object's size), and takes
+// one of exactly that size. The sizes are faked: the footer is a real one.
+func TestCheckReadableRegion(t *testing.T) {
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{FieldIDKey}, []string{"1"})}}, nil)
+	st := memstore.New()
+	w, err := New(st, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := st.Bytes(obj.StorageID)
+	flen, _ := pme.ParseTrailer(data[len(data)-pme.TrailerSize:])
+	tail, err := pme.ParseFooterRegion(data[len(data)-pme.TrailerSize-int(flen) : len(data)-pme.TrailerSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	footer, err := pme.OpenFooter(obj.DEK, tail.FooterBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []uint64{1 << 20, 1 << 33} {
+		limit := int(pme.MaxFooterRegion(int64(size)))
+		if err := checkReadable(footer, limit, size); err != nil {
+			t.Errorf("a region of %d bytes in %d: %v", limit, size, err)
+		}
+		if err := checkReadable(footer, limit+1, size); !errors.Is(err, ErrReaderLimit) {
+			t.Errorf("a region of %d bytes in %d: %v, want ErrReaderLimit", limit+1, size, err)
+		}
+	}
+}

@@ -46,6 +46,8 @@ type job struct {
 	done  chan struct{}
 	file  *segments
 	err   error
+	// rowGroups is how many row groups the records were encoded into.
+	rowGroups int
 }
 
 func newPipeline(schema *arrow.Schema, cfg config, sealer *pme.Sealer) *pipeline {
@@ -103,23 +105,41 @@ func release(recs []arrow.RecordBatch) {
 }
 
 // encode writes the row group's records as a plaintext Parquet file that
-// holds them in one row group.
+// holds them in one row group, or in several smaller ones if the reader's
+// default scan could not decode a batch of the one (readableRowGroups:
+// rows that decode to far more than they compress to, such as long
+// repeated strings). A row that does not fit alone is refused with
+// ErrReaderLimit.
 func (p *pipeline) encode(j *job) (*segments, error) {
 	buf := new(segments)
-	fw, err := pqarrow.NewFileWriter(p.schema, buf, p.cfg.parquetProps(p.encodingChoices(j.recs)...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return buf, fmt.Errorf("%w: %w", ErrEncode, err)
-	}
-	for _, r := range j.recs {
-		if err := fw.WriteBuffered(r); err != nil {
-			fw.Close()
+	maxRows := max(j.rows, 1)
+	for {
+		props := append(p.encodingChoices(j.recs), parquet.WithMaxRowGroupLength(maxRows))
+		fw, err := pqarrow.NewFileWriter(p.schema, buf, p.cfg.parquetProps(props...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+		if err != nil {
 			return buf, fmt.Errorf("%w: %w", ErrEncode, err)
 		}
+		for _, r := range j.recs {
+			if err := fw.WriteBuffered(r); err != nil {
+				fw.Close()
+				return buf, fmt.Errorf("%w: %w", ErrEncode, err)
+			}
+		}
+		if err := fw.Close(); err != nil {
+			return buf, fmt.Errorf("%w: %w", ErrEncode, err)
+		}
+		meta, err := fw.FileMetadata()
+		if err != nil {
+			return buf, fmt.Errorf("%w: %w", ErrEncode, err)
+		}
+		fewer, err := readableRowGroups(j.recs, meta, maxRows, p.cfg.dataPageSize)
+		if err != nil || fewer == 0 {
+			j.rowGroups = meta.NumRowGroups()
+			return buf, err
+		}
+		buf.reset()
+		maxRows = fewer
 	}
-	if err := fw.Close(); err != nil {
-		return buf, fmt.Errorf("%w: %w", ErrEncode, err)
-	}
-	return buf, nil
 }
 
 // encodingChoices returns the per-column properties for a row group of
@@ -148,7 +168,7 @@ func (p *pipeline) seal() {
 		if err != nil {
 			p.fail(err)
 		} else {
-			p.sealed.Add(1)
+			p.sealed.Add(int64(j.rowGroups))
 		}
 		<-p.slots
 	}

@@ -334,7 +334,7 @@ func missingFieldIDs(s *arrow.Schema) []string {
 	var out []string
 	var walk func(f arrow.Field, path string)
 	walk = func(f arrow.Field, path string) {
-		if v, ok := f.Metadata.GetValue(FieldIDKey); !ok || v == "-1" {
+		if v, ok := f.Metadata.GetValue(FieldIDKey); !ok || v == "-1" || v == "0" {
 			out = append(out, path)
 		}
 		for _, c := range childFields(f.Type) {

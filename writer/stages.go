@@ -121,8 +121,9 @@ func (k keyed) length(footerModule []byte) uint64 {
 // pad is step 4 (Section 11.8): the object encoded with an empty padding
 // value has length L; the closed-form solve gives the padding entry that
 // grows it by exactly Padmé(L) − L; the footer is re-sealed once, with a fresh
-// nonce. The result is checked against the target: an object that misses it
-// is an error, never published.
+// nonce. The result is checked against the target, and the final footer
+// against the reader's bounds (checkReadable): an object that misses the
+// one or breaks the other is an error, never published.
 func (k keyed) pad() (padded, error) {
 	l := k.length(k.footerModule)
 	target, err := padme.Target(l)
@@ -138,6 +139,11 @@ func (k keyed) pad() (padded, error) {
 	}
 	if got := k.length(module); got != target {
 		return padded{}, fmt.Errorf("%w: %d bytes, target %d", ErrPadding, got, target)
+	}
+	// The footer is final: the reader's checks run on it before anything
+	// is published.
+	if err := checkReadable(k.footer, len(k.cryptoMeta)+len(module), target); err != nil {
+		return padded{}, err
 	}
 	tail := append(k.cryptoMeta, module...)
 	if tail, err = pme.AppendTrailer(tail, len(k.cryptoMeta)+len(module)); err != nil {

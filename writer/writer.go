@@ -12,12 +12,21 @@
 //
 // Column field IDs are mandatory (Section 11.2): every field of the schema,
 // nested fields included, carries the Arrow field metadata key
-// "PARQUET:field_id" (FieldIDKey) with a unique non-negative integer.
+// "PARQUET:field_id" (FieldIDKey) with a unique positive integer.
 //
 // The padding is a Thrift binary in the footer, which holds at most 2^31−1
 // bytes (pme.MaxPadValue): from 256 GiB, where Padmé may pad an object by up
 // to 4 GiB, an object whose padding would be longer is refused with
 // ErrPadding, never published short of its target.
+//
+// The writer never publishes an object its own reader refuses, or that the
+// reader's default scan cannot return (ErrReaderLimit): the schema's depth
+// and width, the footer's paths, elements, key-value entries and size, and
+// the values it holds are checked against package reader's bounds before
+// anything is committed. Rows that decode to far more than they compress
+// to (long repeated strings) go into smaller row groups, so that a batch
+// of the default scan fits its memory limit; a single row that does not is
+// refused.
 //
 // SealFile makes an object of an existing plaintext Parquet file instead,
 // byte for byte: its pages are sealed as they are, through the same steps.
@@ -78,8 +87,10 @@ type Writer struct {
 }
 
 // New starts an object with the given schema in store. The schema is checked
-// before anything is staged: it must have at least one field, and every
-// field needs a valid, unique field ID (ErrFieldID).
+// before anything is staged: it must have at least one field, every field
+// needs a valid, unique field ID (ErrFieldID), and its Parquet form must be
+// one the reader takes (ErrReaderLimit: at most pme.MaxSchemaDepth levels
+// deep and reader.DefaultMaxColumns leaf columns).
 func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -102,9 +113,14 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 	if err := cfg.ctx.Err(); err != nil {
 		return nil, err
 	}
-	// The encoder must be able to take the schema: try it before staging.
-	if _, err := pqarrow.ToParquet(schema, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
+	// The encoder must be able to take the schema, and the reader its
+	// Parquet form: try both before staging.
+	sc, err := pqarrow.ToParquet(schema, cfg.parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	if err := checkSchemaShape(sc); err != nil {
+		return nil, err
 	}
 	pending, err := store.Create(cfg.ctx)
 	if err != nil {

@@ -86,11 +86,17 @@ NDJSON (one object per line), told by its first bytes or its name (--format
 otherwise); - is stdin. Import streams: its memory is bounded by about two
 row groups (--row-group-bytes), not by the input. A Parquet file or Arrow IPC
 file on stdin is the exception: it needs random access, and is read into
-memory. CSV and NDJSON column types come from the first 10,000 rows.
+memory. CSV and NDJSON column types come from the first 10,000 rows; a
+CSV record or NDJSON line longer than 8 MiB is refused. The object must be
+one the reader returns with its defaults: a schema at most 64 levels deep
+and 4,096 leaf columns wide, rows that decode within a read's memory limit
+(rows that compress far better than that go into smaller row groups).
 
-Every column of an object needs a Parquet field ID (SOP-PME-1 11.2). Those of
-a Parquet or Arrow input are kept. Without --assign-field-ids a field without
-one is an error naming it; with it, the missing IDs are assigned by the rule
+Every column of an object needs a positive Parquet field ID (SOP-PME-1 11.2).
+Those of a Parquet or Arrow input are kept; an ID of 0, which DuckDB's
+FIELD_IDS 'auto' gives the first column, counts as missing. Without
+--assign-field-ids a field without one is an error naming it; with it, the
+missing IDs are assigned by the rule
 of writer.AssignFieldIDs: numbered from one more than the largest existing ID,
 top-level fields first in order, then their children, deterministically.
 
@@ -396,9 +402,12 @@ func missingFieldIDs(schema *arrow.Schema) []string {
 			path = prefix + "." + f.Name
 		}
 		v, ok := f.Metadata.GetValue(writer.FieldIDKey)
-		if n, err := strconv.ParseInt(v, 10, 32); !ok || err != nil || n < 0 {
-			if !ok || v == "-1" {
+		if n, err := strconv.ParseInt(v, 10, 32); !ok || err != nil || n < 1 {
+			switch {
+			case !ok || v == "-1":
 				out = append(out, path)
+			case v == "0": // DuckDB's FIELD_IDS 'auto' numbers from 0
+				out = append(out, path+" (ID 0)")
 			}
 		}
 		for _, c := range children(f.Type) {

@@ -242,7 +242,7 @@ func Cases() []Case {
 				o.ColumnMeta(0, 0).Set(CMDNumValues, thrift.I64(n))
 				return o.SealPadded(dek)
 			}},
-		{"many-columns", "a scan's column decoders fit its memory limit (64 KiB a leaf column; here 1,024 of them)", reader.ErrMemoryLimit, nil,
+		{"many-columns", "a scan's column decoders fit its memory limit, whose default makes room for 64 KiB a leaf column, up to 4,096 of them (here 1,024)", nil, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := fromRecord(wideRow(1024))
 				if err != nil {
@@ -278,7 +278,7 @@ func Cases() []Case {
 			}},
 		{"schema-many-leaves", "a schema has at most 16,384 elements plus one per 96 footer bytes", pme.ErrFormat, []reader.Requirement{reader.ReqFieldIDs},
 			manyLeaves(100000)},
-		{"schema-leaves-at-limit", "a schema of as many elements as a footer may have opens within a small multiple of it; a scan of all its columns does not fit the default memory limit", reader.ErrMemoryLimit, nil,
+		{"schema-leaves-at-limit", "a schema of as many elements as a footer may have opens within a small multiple of it; a scan of all its columns (more than 4,096) does not fit the default memory limit", reader.ErrMemoryLimit, nil,
 			manyLeaves(18000)},
 		{"footer-many-key-values", "a footer has at most 16,384 key-value entries plus one per 128 bytes", pme.ErrFormat, []reader.Requirement{reader.ReqPadEntry},
 			func(dek pme.DEK) ([]byte, error) {
@@ -342,7 +342,7 @@ func Cases() []Case {
 				o.Footer.Set(101, thrift.Binary(make([]byte, 1<<19)))
 				return o.SealPadded(dek)
 			}},
-	}, valueCases()...)
+	}, append(append(valueCases(), rowsCases()...), idCases()...)...)
 }
 
 // manyLeaves returns a Build of a flat object whose schema is n INT32

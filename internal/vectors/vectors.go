@@ -112,6 +112,8 @@ var sentinels = []struct {
 	{"reader.ErrFormat", reader.ErrFormat},
 	{"reader.ErrDecode", reader.ErrDecode},
 	{"reader.ErrMemoryLimit", reader.ErrMemoryLimit},
+	{"reader.ErrValueLimit", reader.ErrValueLimit},
+	{"reader.ErrField", reader.ErrField},
 	{"blobs.ErrNotFound", blobs.ErrNotFound},
 }
 

@@ -99,6 +99,10 @@ type InputOptions struct {
 	// several goroutines at once.
 	OnRead func(n int)
 
+	// MaxRecordBytes is the longest CSV record or NDJSON line read; 0:
+	// MaxRecordBytes. A longer one fails the read (ErrRecordTooLong).
+	MaxRecordBytes int64
+
 	allocFloor int64 // the allocation bound's floor (see newBoundedAlloc); 0: the default
 }
 
@@ -289,13 +293,13 @@ func openFormat(ctx context.Context, f file_, name string, opts InputOptions) (*
 		}
 		return &Input{Format: ArrowStream, RecordReader: r}, nil
 	case CSV:
-		rr, err := openCSV(br, name, opts)
+		rr, err := openCSV(bufio.NewReaderSize(newRecordGuard(br, name, CSV, opts.MaxRecordBytes), 1<<16), name, opts)
 		if err != nil {
 			return nil, err
 		}
 		return &Input{Format: CSV, RecordReader: rr}, nil
 	case NDJSON:
-		rr, err := openNDJSON(br, name, opts)
+		rr, err := openNDJSON(bufio.NewReaderSize(newRecordGuard(br, name, NDJSON, opts.MaxRecordBytes), 1<<16), name, opts)
 		if err != nil {
 			return nil, err
 		}

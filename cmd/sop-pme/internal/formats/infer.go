@@ -107,6 +107,9 @@ func openCSV(r *bufio.Reader, name string, opts InputOptions) (array.RecordReade
 	cr := csv.NewReader(io.TeeReader(r, &sample))
 	cr.ReuseRecord = true
 	header, err := cr.Read()
+	if errors.Is(err, ErrRecordTooLong) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: reading the CSV header: %v", ErrFormat, name, err)
 	}
@@ -116,6 +119,9 @@ func openCSV(r *bufio.Reader, name string, opts InputOptions) (array.RecordReade
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
+		}
+		if errors.Is(err, ErrRecordTooLong) {
+			return nil, err
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, csvError(err))
@@ -151,6 +157,9 @@ type csvRecords struct {
 
 func (c *csvRecords) Err() error {
 	if err := c.Reader.Err(); err != nil {
+		if errors.Is(err, ErrRecordTooLong) {
+			return err
+		}
 		return fmt.Errorf("%w: %s: %v", ErrFormat, c.name, csvError(err))
 	}
 	return nil
@@ -318,6 +327,9 @@ func openNDJSON(r *bufio.Reader, name string, opts InputOptions) (array.RecordRe
 	root := &jsonType{kind: kStruct, fields: map[string]*jsonType{}}
 	for n := 1; n <= SampleRows && sample.Len() < sampleMaxBytes; n++ {
 		line, err := r.ReadBytes('\n')
+		if errors.Is(err, ErrRecordTooLong) {
+			return nil, err
+		}
 		sample.Write(line)
 		if len(bytes.TrimSpace(line)) > 0 {
 			dec := json.NewDecoder(bytes.NewReader(line))
@@ -340,6 +352,9 @@ func openNDJSON(r *bufio.Reader, name string, opts InputOptions) (array.RecordRe
 		if err == io.EOF {
 			break
 		}
+		if errors.Is(err, ErrRecordTooLong) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}
@@ -359,7 +374,9 @@ type jsonRecords struct {
 }
 
 func (j *jsonRecords) Err() error {
-	if err := j.JSONReader.Err(); err != nil {
+	if err := j.JSONReader.Err(); errors.Is(err, ErrRecordTooLong) {
+		return err
+	} else if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrFormat, j.name, err)
 	}
 	return nil
