@@ -18,7 +18,9 @@ func FuzzDecodeSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, dec := range []func([]byte) (*arrowfb.Schema, error){
 			arrowfb.DecodeSchemaIPC,
-			func(b []byte) (*arrowfb.Schema, error) { return arrowfb.DecodeSchemaEntry([]byte(base64.StdEncoding.EncodeToString(b))) },
+			func(b []byte) (*arrowfb.Schema, error) {
+				return arrowfb.DecodeSchemaEntry([]byte(base64.StdEncoding.EncodeToString(b)))
+			},
 		} {
 			s, err := dec(b)
 			if err != nil {

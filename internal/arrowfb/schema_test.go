@@ -1,8 +1,8 @@
 package arrowfb_test
 
 import (
-	"encoding/binary"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
