@@ -157,6 +157,9 @@ type scanReader struct {
 	refs   atomic.Int64
 	done   func()
 	err    error
+	// The current batch in the scan's types, and arrow-go's batch it was
+	// made from (see retyped).
+	out, outSrc arrow.RecordBatch
 }
 
 var _ array.RecordReader = (*scanReader)(nil)
@@ -168,6 +171,10 @@ func (s *scanReader) Schema() *arrow.Schema { return s.schema }
 func (s *scanReader) Next() (ok bool) {
 	if s.err != nil {
 		return false
+	}
+	if s.out != nil {
+		s.out.Release()
+		s.out, s.outSrc = nil, nil
 	}
 	defer func() {
 		s.budget.end()
@@ -245,7 +252,7 @@ func (s *scanReader) RecordBatch() arrow.RecordBatch {
 	if s.err != nil || s.rr == nil {
 		return nil
 	}
-	return s.rr.RecordBatch()
+	return s.retyped(s.rr.RecordBatch())
 }
 
 // Record returns the current batch.
@@ -263,6 +270,10 @@ func (s *scanReader) Release() {
 		return
 	}
 	defer s.done()
+	if s.out != nil {
+		s.out.Release()
+		s.out, s.outSrc = nil, nil
+	}
 	defer func() {
 		// arrow-go's readers may be left inconsistent by a panic they
 		// raised; releasing them must not raise another.
