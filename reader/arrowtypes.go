@@ -1,6 +1,8 @@
 package reader
 
 import (
+	"fmt"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -60,18 +62,14 @@ func (r *Reader) scanSchema(got *arrow.Schema) *arrow.Schema {
 	return arrow.NewSchema(fields, &md)
 }
 
-// retyped returns rec, a batch of arrow-go's, in the scan's types: the
-// same arrays, with the extension types arrow-go read as their storage
-// restored. It is valid until the next batch.
-func (s *scanReader) retyped(rec arrow.RecordBatch) arrow.RecordBatch {
-	if rec == nil {
-		return nil
+// retype makes the current batch of arrow-go's record reader the scan's:
+// the same arrays, with the extension types arrow-go read as their
+// storage restored and INT96 values converted (see pqtypes.Record).
+func (s *scanReader) retype() error {
+	out, err := pqtypes.Record(s.schema, s.rr.RecordBatch())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	if rec != s.outSrc {
-		if s.out != nil {
-			s.out.Release()
-		}
-		s.out, s.outSrc = pqtypes.Record(s.schema, rec), rec
-	}
-	return s.out
+	s.out = out
+	return nil
 }

@@ -157,9 +157,8 @@ type scanReader struct {
 	refs   atomic.Int64
 	done   func()
 	err    error
-	// The current batch in the scan's types, and arrow-go's batch it was
-	// made from (see retyped).
-	out, outSrc arrow.RecordBatch
+	// The current batch in the scan's types (see retype).
+	out arrow.RecordBatch
 }
 
 var _ array.RecordReader = (*scanReader)(nil)
@@ -174,7 +173,7 @@ func (s *scanReader) Next() (ok bool) {
 	}
 	if s.out != nil {
 		s.out.Release()
-		s.out, s.outSrc = nil, nil
+		s.out = nil
 	}
 	defer func() {
 		s.budget.end()
@@ -186,6 +185,9 @@ func (s *scanReader) Next() (ok bool) {
 		if s.rr != nil && s.loaded {
 			s.budget.begin()
 			if s.rr.Next() {
+				if s.err = s.retype(); s.err != nil {
+					return false
+				}
 				return true
 			}
 			s.budget.end()
@@ -252,7 +254,7 @@ func (s *scanReader) RecordBatch() arrow.RecordBatch {
 	if s.err != nil || s.rr == nil {
 		return nil
 	}
-	return s.retyped(s.rr.RecordBatch())
+	return s.out
 }
 
 // Record returns the current batch.
@@ -272,7 +274,7 @@ func (s *scanReader) Release() {
 	defer s.done()
 	if s.out != nil {
 		s.out.Release()
-		s.out, s.outSrc = nil, nil
+		s.out = nil
 	}
 	defer func() {
 		// arrow-go's readers may be left inconsistent by a panic they

@@ -7,8 +7,9 @@ import (
 )
 
 // collapseAll walks the Parquet schema beside the manifest, as pqarrow
-// derived it, and collapses every legacy list of lists that pqarrow read
-// as a list of structs (see collapse).
+// derived it, collapses every legacy list of lists that pqarrow read as a
+// list of structs (see walkList), and marks the elements that repeated
+// groups make not nullable.
 func collapseAll(sc *schema.Schema, m *pqarrow.SchemaManifest) {
 	root := sc.Root()
 	for i := range m.Fields {
@@ -38,6 +39,7 @@ func walkNode(n schema.Node, sf *pqarrow.SchemaField) {
 	case g.LogicalType().Equals(schema.VariantLogicalType{}):
 	case g.RepetitionType() == parquet.Repetitions.Repeated:
 		if len(sf.Children) == 1 {
+			notNull(&sf.Children[0])
 			walkStruct(g, &sf.Children[0])
 		}
 	default:
@@ -81,5 +83,16 @@ func walkList(g *schema.GroupNode, sf *pqarrow.SchemaField) {
 		walkNode(lg.Field(0), &sf.Children[0])
 		return
 	}
+	if lg.RepetitionType() == parquet.Repetitions.Repeated {
+		notNull(child)
+	}
 	walkStruct(lg, child)
+}
+
+// notNull marks the element of a list that a repeated group makes: it is
+// never null (pqarrow marks it nullable, as it would an optional group).
+func notNull(sf *pqarrow.SchemaField) {
+	f := *sf.Field
+	f.Nullable = false
+	sf.Field = &f
 }

@@ -9,7 +9,9 @@
 //
 //   - An INT96 column, and a timestamp that only a legacy converted type
 //     (TIMESTAMP_MILLIS, TIMESTAMP_MICROS) annotates, is a timestamp
-//     without a time zone, as DuckDB reads them, not one in UTC.
+//     without a time zone, as DuckDB reads them, not one in UTC. An INT96
+//     column reads at microseconds, as DuckDB reads it (years ±290,000),
+//     or in the unit of the stored Arrow schema (see int96.go).
 //   - A GEOMETRY or GEOGRAPHY column is a GeoType over its binary, not a
 //     plain binary: writing it again keeps the logical type.
 //   - The element of a list that a repeated field makes (a repeated
@@ -100,6 +102,7 @@ func Apply(sc *schema.Schema, m *pqarrow.SchemaManifest, stored *arrowfb.Schema)
 type target struct {
 	field arrow.Field
 	kids  []target
+	int96 bool // an INT96 leaf, which pqarrow reads as int96Raw
 }
 
 func set(sf *pqarrow.SchemaField, t target) {
@@ -108,6 +111,9 @@ func set(sf *pqarrow.SchemaField, t target) {
 	}
 	*sf.Field = t.field
 	sf.Field.Type = readType(t.field.Type)
+	if t.int96 {
+		sf.Field.Type = newInt96Raw()
+	}
 }
 
 type applier struct{ sc *schema.Schema }
@@ -163,12 +169,14 @@ func (a applier) target(sf *pqarrow.SchemaField, st *arrowfb.Field, named bool) 
 		}
 	}
 	if col.PhysicalType() == parquet.Types.Int96 {
-		t.field.Type, loose = &arrow.TimestampType{Unit: arrow.Nanosecond}, true
+		if _, ok := d.Type.(*arrow.TimestampType); ok {
+			t.field.Type, loose, t.int96 = &arrow.TimestampType{Unit: arrow.Microsecond}, true, true
+		}
 	}
 	if st == nil {
 		return t, nil
 	}
-	t.field.Type = refineLeaf(t.field.Type, st, loose, textual)
+	t.field.Type = refineLeaf(t.field.Type, st, loose, textual, t.int96)
 	t.field.Type = refineExtension(t.field.Type, st)
 	t.field.Metadata = mergeMetadata(d.Metadata, st.Metadata, t.field.Type)
 	return t, nil
@@ -234,10 +242,9 @@ func (a applier) nested(sf *pqarrow.SchemaField, st *arrowfb.Field, t target) (t
 		}
 		t.field.Type = m
 	case arrow.ListLikeType:
+		// The element as the child node has it (pqarrow makes the list
+		// type's element nullable even where the child is not).
 		elem := &t.kids[0].field
-		// An element is nullable only if its Parquet field is optional:
-		// it then has a definition level of its own.
-		elem.Nullable = sf.Children[0].LevelInfo.DefLevel > sf.LevelInfo.DefLevel
 		kind := d.Type.ID()
 		if st != nil {
 			switch st.Kind {
@@ -274,7 +281,7 @@ func (a applier) nested(sf *pqarrow.SchemaField, st *arrowfb.Field, t target) (t
 // cur if st refines nothing that it may. loose says that a timestamp's
 // zone is not set by Parquet (INT96, legacy converted types); textual, that
 // the bytes are UTF-8 text (JSON, ENUM), which pqarrow reads as binary.
-func refineLeaf(cur arrow.DataType, st *arrowfb.Field, loose, textual bool) arrow.DataType {
+func refineLeaf(cur arrow.DataType, st *arrowfb.Field, loose, textual, int96 bool) arrow.DataType {
 	out := cur
 	switch s := st.Type.(type) {
 	case *arrow.StringType:
@@ -282,8 +289,11 @@ func refineLeaf(cur arrow.DataType, st *arrowfb.Field, loose, textual bool) arro
 			out = s
 		}
 	case *arrow.TimestampType:
-		if c, ok := cur.(*arrow.TimestampType); ok && c.Unit == s.Unit && s.TimeZone != "" && validZone(s.TimeZone) &&
-			(c.TimeZone == "UTC" || loose && c.TimeZone == "") {
+		switch c, ok := cur.(*arrow.TimestampType); {
+		case !ok || !validZone(s.TimeZone):
+		case int96: // the unit and zone the producer wrote in
+			out = s
+		case c.Unit == s.Unit && s.TimeZone != "" && (c.TimeZone == "UTC" || loose && c.TimeZone == ""):
 			out = s
 		}
 	case *arrow.LargeStringType:

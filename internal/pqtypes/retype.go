@@ -1,6 +1,8 @@
 package pqtypes
 
 import (
+	"fmt"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -64,6 +66,12 @@ func Retype(want, got arrow.DataType) arrow.DataType {
 	if arrow.TypeEqual(want, got) {
 		return want
 	}
+	if _, raw := got.(*int96Raw); raw {
+		if _, ok := want.(*arrow.TimestampType); ok {
+			return want
+		}
+		return got
+	}
 	switch w := want.(type) {
 	case arrow.ExtensionType:
 		if arrow.TypeEqual(w.StorageType(), got) {
@@ -113,14 +121,32 @@ func Retype(want, got arrow.DataType) arrow.DataType {
 }
 
 // RetypeData returns data (of a type Retype took as got) in type t, which
-// Retype returned: the same buffers, the types of t. The result is a new
-// reference.
-func RetypeData(t arrow.DataType, data arrow.ArrayData) arrow.ArrayData {
+// Retype returned: the same buffers, the types of t, but for INT96 values,
+// converted to their timestamps (an error matching ErrInt96 if one does
+// not fit). The result is a new reference.
+func RetypeData(t arrow.DataType, data arrow.ArrayData) (out arrow.ArrayData, err error) {
 	if arrow.TypeEqual(t, data.DataType()) {
 		data.Retain()
-		return data
+		return data, nil
+	}
+	if _, raw := data.DataType().(*int96Raw); raw {
+		if ts, ok := t.(*arrow.TimestampType); ok {
+			return int96Data(ts, data)
+		}
 	}
 	var children []arrow.ArrayData
+	defer func() {
+		for _, c := range children {
+			c.Release()
+		}
+	}()
+	retype := func(t arrow.DataType, c arrow.ArrayData) error {
+		d, err := RetypeData(t, c)
+		if err == nil {
+			children = append(children, d)
+		}
+		return err
+	}
 	storage := t
 	if ext, ok := t.(arrow.ExtensionType); ok {
 		storage = ext.StorageType()
@@ -128,41 +154,110 @@ func RetypeData(t arrow.DataType, data arrow.ArrayData) arrow.ArrayData {
 	switch s := storage.(type) {
 	case *arrow.StructType:
 		for i, c := range data.Children() {
-			children = append(children, RetypeData(s.Field(i).Type, c))
+			if err := retype(s.Field(i).Type, c); err != nil {
+				return nil, err
+			}
 		}
 	case *arrow.MapType:
-		children = []arrow.ArrayData{RetypeData(s.Elem(), data.Children()[0])}
+		if err := retype(s.Elem(), data.Children()[0]); err != nil {
+			return nil, err
+		}
 	case arrow.ListLikeType:
-		children = []arrow.ArrayData{RetypeData(s.Elem(), data.Children()[0])}
+		if err := retype(s.Elem(), data.Children()[0]); err != nil {
+			return nil, err
+		}
 	default:
-		children = data.Children()
-		for _, c := range children {
+		for _, c := range data.Children() {
 			c.Retain()
+			children = append(children, c)
 		}
 	}
-	out := array.NewData(t, data.Len(), data.Buffers(), children, data.NullN(), data.Offset())
-	for _, c := range children {
-		c.Release()
-	}
-	return out
+	return array.NewData(t, data.Len(), data.Buffers(), children, data.NullN(), data.Offset()), nil
 }
 
 // Record returns rec with its columns in the types of schema (from
 // Retype), or rec itself, retained, if they are already.
-func Record(schema *arrow.Schema, rec arrow.RecordBatch) arrow.RecordBatch {
+func Record(schema *arrow.Schema, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if schema.Equal(rec.Schema()) {
 		rec.Retain()
-		return rec
+		return rec, nil
 	}
-	cols := make([]arrow.Array, rec.NumCols())
-	for i := range cols {
-		d := RetypeData(schema.Field(i).Type, rec.Column(i).Data())
-		cols[i] = array.MakeFromData(d)
+	cols := make([]arrow.Array, 0, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i := range int(rec.NumCols()) {
+		d, err := RetypeData(schema.Field(i).Type, rec.Column(i).Data())
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", schema.Field(i).Name, err)
+		}
+		cols = append(cols, array.MakeFromData(d))
 		d.Release()
 	}
-	out := array.NewRecordBatch(schema, cols, rec.NumRows())
-	for _, c := range cols {
-		c.Release()
+	return array.NewRecordBatch(schema, cols, rec.NumRows()), nil
+}
+
+// A RecordReader reads the batches of a pqarrow record reader in the
+// types of Apply (see Record).
+type RecordReader struct {
+	array.RecordReader
+	schema *arrow.Schema
+	cur    arrow.RecordBatch
+	err    error
+}
+
+// NewRecordReader returns rr's batches in the types of fields, the fields
+// Apply returned (rr may read a projection of them).
+func NewRecordReader(rr array.RecordReader, fields []arrow.Field) *RecordReader {
+	got := rr.Schema()
+	out := make([]arrow.Field, got.NumFields())
+	for i, f := range got.Fields() {
+		for _, w := range fields {
+			if w.Name == f.Name {
+				f.Type = Retype(w.Type, f.Type)
+				break
+			}
+		}
+		out[i] = f
 	}
-	return out
+	md := got.Metadata()
+	return &RecordReader{RecordReader: rr, schema: arrow.NewSchema(out, &md)}
+}
+
+func (r *RecordReader) Schema() *arrow.Schema { return r.schema }
+
+func (r *RecordReader) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.err != nil || !r.RecordReader.Next() {
+		return false
+	}
+	r.cur, r.err = Record(r.schema, r.RecordReader.RecordBatch())
+	return r.err == nil
+}
+
+func (r *RecordReader) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Record returns the current batch.
+//
+// Deprecated: use RecordBatch.
+func (r *RecordReader) Record() arrow.RecordBatch { return r.cur }
+
+func (r *RecordReader) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.RecordReader.Err()
+}
+
+func (r *RecordReader) Release() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	r.RecordReader.Release()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/pqtypes"
 )
 
 // A Format is a table format.
@@ -330,12 +331,17 @@ func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOp
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
 	}
+	// The types pqarrow derives, corrected where it departs from Parquet's
+	// rules and from pyarrow and DuckDB: legacy lists keep their shape and
+	// their elements' nullability, INT96 and legacy timestamps have no time
+	// zone, GEOMETRY and GEOGRAPHY stay geospatial (see pqtypes).
+	fields, _ := pqtypes.Apply(pf.MetaData().Schema, fr.Manifest, nil)
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
 	}
-	return &Input{Format: Parquet, RecordReader: rr, close: pf.Close}, nil
+	return &Input{Format: Parquet, RecordReader: pqtypes.NewRecordReader(rr, fields), close: pf.Close}, nil
 }
 
 // fileRecords reads the record batches of an Arrow IPC file in order. A
