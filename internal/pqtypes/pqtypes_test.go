@@ -87,7 +87,7 @@ func TestLegacyLists(t *testing.T) {
 func TestTimestamps(t *testing.T) {
 	const day = 86_400_000_000
 	y9999 := int32(testtables.Int96Epoch + 2_932_896) // 9999-12-31
-	bc := int32(testtables.Int96Epoch - 73_769_900)    // about 200,000 BC
+	bc := int32(testtables.Int96Epoch - 73_769_900)   // about 200,000 BC
 	vals := []parquet.Int96{
 		testtables.Int96(testtables.Int96Epoch, 1_500), // 1.5 µs after the epoch
 		testtables.Int96(y9999, 3_600_000_000_000),
