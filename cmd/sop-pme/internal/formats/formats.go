@@ -208,6 +208,11 @@ func open(ctx context.Context, f file_, name string, opts InputOptions) (in *Inp
 	in.name = name
 	in.RecordReader = &guarded{RecordReader: in.RecordReader, name: name, format: in.Format,
 		validate: in.Format == ArrowFile || in.Format == ArrowStream}
+	if in.Format == ArrowFile || in.Format == ArrowStream {
+		// After the arrays are validated: views read as the forms Parquet
+		// holds (see views.go).
+		in.RecordReader = unviewed(in.RecordReader, opts.Alloc, name)
+	}
 	return in, nil
 }
 
