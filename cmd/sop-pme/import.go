@@ -200,6 +200,16 @@ stderr), once the object is written.
 			var obj writer.Object
 			how, why := pathSealed, reencodeWhy(cmd, in.Format, path, reencode)
 			if why == "" {
+				// INT96 values that no read could return are refused
+				// before anything is sealed (re-encoding refuses them as
+				// it reads them).
+				if err := formats.CheckInt96(ctx, path); err != nil {
+					m.abort()
+					if created {
+						removeEmptyStore(dir)
+					}
+					return about(name, err)
+				}
 				obj, err = sealParquet(ctx, st, path, assign, m, &prog)
 				if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, pme.ErrPlaintextParquet) {
 					// What was sealed is discarded (SealFile aborted its
