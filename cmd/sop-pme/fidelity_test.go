@@ -22,7 +22,7 @@ func TestImportInt96Range(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
 	vals := []parquet.Int96{
-		testtables.Int96(testtables.Int96Epoch+2_932_896, 0), // 9999-12-31
+		testtables.Int96(testtables.Int96Epoch+2_932_896, 0),  // 9999-12-31
 		testtables.Int96(testtables.Int96Epoch-73_769_900, 0), // about 200,000 BC
 	}
 	good := filepath.Join(dir, "good.parquet")
