@@ -21,9 +21,12 @@ func nativeExtension(ext arrow.ExtensionType) bool {
 
 // readType returns the type pqarrow is to read a target type in: the
 // target, with every extension type that pqarrow does not read natively
-// replaced by its storage type.
+// replaced by its storage type, and durations by int64 (pqarrow reads no
+// durations).
 func readType(t arrow.DataType) arrow.DataType {
 	switch t := t.(type) {
+	case *arrow.DurationType:
+		return arrow.PrimitiveTypes.Int64
 	case arrow.ExtensionType:
 		if nativeExtension(t) {
 			return t
@@ -73,8 +76,13 @@ func Retype(want, got arrow.DataType) arrow.DataType {
 		return got
 	}
 	switch w := want.(type) {
+	case *arrow.DurationType:
+		if got.ID() == arrow.INT64 {
+			return w
+		}
+		return got
 	case arrow.ExtensionType:
-		if arrow.TypeEqual(w.StorageType(), got) {
+		if arrow.TypeEqual(w.StorageType(), got) || arrow.TypeEqual(readType(w.StorageType()), got) {
 			return w
 		}
 		return got
