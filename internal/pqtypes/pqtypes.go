@@ -24,8 +24,7 @@
 // The refinements accepted from ARROW:schema, which package arrowfb
 // decodes within bounds: a time zone for a timestamp stored in UTC (or for
 // an INT96 or legacy timestamp); large strings, binaries and lists for
-// their 32-bit-offset forms; fixed-size lists for lists (arrow-go checks
-// every list's length as it reads); durations for INT64; decimal256 for a
+// their 32-bit-offset forms; durations for INT64; decimal256 for a
 // decimal of the same precision and scale; date64 for date32; strings for
 // the bytes of JSON and ENUM columns; a dictionary encoding, with 32- or
 // 64-bit indices, for strings and binaries; registered extension types
@@ -33,7 +32,8 @@
 // stored schema whose fields do not match the Parquet schema's (names,
 // count, nesting) is ignored as a whole; a stored type that is no accepted
 // refinement leaves the derived type as it is. Nothing in it can change
-// the nullability, the physical reading or the shape of a column.
+// the nullability, the physical reading or the shape of a column, nor make
+// a column that reads in its Parquet types fail to read.
 package pqtypes
 
 import (
@@ -245,27 +245,18 @@ func (a applier) nested(sf *pqarrow.SchemaField, st *arrowfb.Field, t target) (t
 		// The element as the child node has it (pqarrow makes the list
 		// type's element nullable even where the child is not).
 		elem := &t.kids[0].field
+		// A stored large list refines a list. (A fixed-size list does not:
+		// arrow-go fails a read whose lists are not all of the size, so a
+		// stored schema could make a readable column unreadable.)
 		kind := d.Type.ID()
-		if st != nil {
-			switch st.Kind {
-			case arrowfb.KindLargeList:
-				kind = arrow.LARGE_LIST
-			case arrowfb.KindFixedSizeList:
-				if fsl, ok := st.Type.(*arrow.FixedSizeListType); ok && kind == arrow.LIST {
-					t.field.Type = arrow.FixedSizeListOfField(fsl.Len(), *elem)
-					kind = arrow.FIXED_SIZE_LIST
-				}
-			}
+		if st != nil && st.Kind == arrowfb.KindLargeList {
+			kind = arrow.LARGE_LIST
 		}
 		switch kind {
 		case arrow.LARGE_LIST:
 			t.field.Type = arrow.LargeListOfField(*elem)
 		case arrow.FIXED_SIZE_LIST:
-			if _, ok := t.field.Type.(*arrow.FixedSizeListType); !ok {
-				t.field.Type = arrow.FixedSizeListOfField(typ.(*arrow.FixedSizeListType).Len(), *elem)
-			} else {
-				t.field.Type = arrow.FixedSizeListOfField(t.field.Type.(*arrow.FixedSizeListType).Len(), *elem)
-			}
+			t.field.Type = arrow.FixedSizeListOfField(typ.(*arrow.FixedSizeListType).Len(), *elem)
 		default:
 			t.field.Type = arrow.ListOfField(*elem)
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/sovm/sop-pme/internal/arrowfb"
 	"github.com/sovm/sop-pme/internal/pqtypes"
 	"github.com/sovm/sop-pme/internal/testtables"
 )
@@ -164,5 +167,79 @@ func TestGeospatial(t *testing.T) {
 	}
 	if lt, ok := sc.Column(1).LogicalType().(schema.GeographyLogicalType); !ok || lt.Algorithm != schema.GeographyEdgeKarney {
 		t.Errorf("written back as %v", sc.Column(1).LogicalType())
+	}
+}
+
+// TestDictionaryFallback: a dictionary column whose writer fell back to
+// plain pages midway (the dictionary outgrew its page) reads in the
+// dictionary type ARROW:schema gives it, values equal: accepting the
+// refinement cannot make a readable column fail.
+func TestDictionaryFallback(t *testing.T) {
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	sc := arrow.NewSchema([]arrow.Field{{Name: "d", Type: dt, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	db := b.Field(0).(*array.BinaryDictionaryBuilder)
+	for i := range 5000 {
+		if i%11 == 0 {
+			db.AppendNull()
+		} else if err := db.AppendString(fmt.Sprintf("value %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithDictionaryPageSizeLimit(1<<10), parquet.WithDataPageSize(1<<10))
+	w, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if encs := pf.MetaData().RowGroup(0).NumColumns(); encs != 1 {
+		t.Fatal(encs)
+	}
+	cc, _ := pf.MetaData().RowGroup(0).ColumnChunk(0)
+	if !slices.Contains(cc.Encodings(), parquet.Encodings.Plain) {
+		t.Fatalf("no fallback to plain pages: %v", cc.Encodings())
+	}
+	stored, err := arrowfb.DecodeSchemaEntry([]byte(*pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pqarrow applies the stored schema itself; a manifest without it is
+	// what the reader refines.
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 700}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr.Manifest, err = pqarrow.NewSchemaManifest(pf.MetaData().Schema, nil, &fr.Props); err != nil {
+		t.Fatal(err)
+	}
+	fields, used := pqtypes.Apply(pf.MetaData().Schema, fr.Manifest, stored)
+	if !used || !arrow.TypeEqual(fields[0].Type, dt) {
+		t.Fatalf("%v, applied %v", fields[0].Type, used)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	got, err := array.Concatenate(tbl.Column(0).Data().Chunks(), memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if !arrow.TypeEqual(got.DataType(), dt) || !array.Equal(got, rec.Column(0)) {
+		t.Errorf("read %v, values equal %v", got.DataType(), array.Equal(got, rec.Column(0)))
 	}
 }
