@@ -598,3 +598,40 @@ func (d *decoder) dataType(kind Kind, t int, children []Field) (arrow.DataType, 
 	}
 	return nil, nil
 }
+
+// CheckSchemaEntry checks the value of an ARROW:schema entry for what
+// arrow-go's IPC reader allocates when it decodes it (pqarrow does, for a
+// plaintext Parquet file): the message's metadata and body lengths within
+// the entry, and its flatbuffer (CheckMessage).
+func CheckSchemaEntry(value []byte) error {
+	raw := make([]byte, base64.RawStdEncoding.DecodedLen(len(value))) // the larger of the two
+	n, err := base64.StdEncoding.Decode(raw, value)
+	if err != nil {
+		if n, err = base64.RawStdEncoding.Decode(raw, value); err != nil {
+			return fmt.Errorf("%w: ARROW:schema is not base64: %v", ErrMalformed, err)
+		}
+	}
+	msg := raw[:n]
+	if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == 0xffffffff {
+		msg = msg[4:]
+	}
+	if len(msg) < 4 {
+		return fmt.Errorf("%w: an IPC message of %d bytes", ErrMalformed, len(msg))
+	}
+	m := int64(int32(binary.LittleEndian.Uint32(msg)))
+	if m < 4 || m > int64(len(msg)-4) {
+		return fmt.Errorf("%w: IPC message metadata of %d bytes in %d", ErrMalformed, m, len(msg)-4)
+	}
+	fb := msg[4 : 4+m]
+	if err := CheckMessage(fb); err != nil {
+		return err
+	}
+	body, err := BodyLength(fb)
+	if err != nil {
+		return err
+	}
+	if body < 0 || body > int64(len(msg))-4-m {
+		return fmt.Errorf("%w: an IPC message body of %d bytes in %d", ErrMalformed, body, int64(len(msg))-4-m)
+	}
+	return nil
+}

@@ -218,3 +218,35 @@ func TestDecodeSchemaBounds(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// TestCheckSchemaEntry: an entry arrow-go writes passes; one whose body
+// length, metadata length or vector lengths are beyond its bytes does not.
+func TestCheckSchemaEntry(t *testing.T) {
+	raw := serialize(t, wideSchema())
+	enc := func(b []byte) []byte { return []byte(base64.StdEncoding.EncodeToString(b)) }
+	if err := arrowfb.CheckSchemaEntry(enc(raw)); err != nil {
+		t.Fatal(err)
+	}
+	long := append([]byte(nil), raw...)
+	binary.LittleEndian.PutUint32(long[4:], 0x7ffffff8)
+	bad := map[string][]byte{"metadata length": enc(long), "not base64": []byte("!!"), "empty": nil}
+	// The Message's bodyLength, set to 32 GiB.
+	fb := append([]byte(nil), raw[8:]...)
+	w := arrowfb.NewWalker(fb)
+	root, _ := w.U32(0)
+	if p, err := w.Field(root, 3); err == nil && p != 0 {
+		binary.LittleEndian.PutUint64(fb[p:], 32<<30)
+		bad["body length"] = enc(append(append([]byte(nil), raw[:8]...), fb...))
+	} else {
+		// arrow-go writes no bodyLength for a schema: grow the vtable so
+		// that the field reads 8 bytes of the table.
+		b := append([]byte(nil), raw...)
+		binary.LittleEndian.PutUint16(b[8+6:], 12)
+		bad["body length"] = enc(b)
+	}
+	for name, v := range bad {
+		if err := arrowfb.CheckSchemaEntry(v); !errors.Is(err, arrowfb.ErrMalformed) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -331,6 +331,7 @@ func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOp
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a readable Parquet file: %v", ErrFormat, name, err)
 	}
+	neutralizeArrowSchema(pf)
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, opts.Alloc)
 	if err != nil {
 		pf.Close()

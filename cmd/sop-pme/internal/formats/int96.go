@@ -49,6 +49,7 @@ func CheckInt96(ctx context.Context, path string) error {
 		return nil
 	}
 	return unlessPanic(func() error {
+		neutralizeArrowSchema(pf)
 		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
 		if err != nil {
 			return nil
