@@ -8,8 +8,8 @@ import (
 	"github.com/sovm/sop-pme/internal/arrowfb"
 )
 
-// FuzzDecodeSchema: whatever the bytes, DecodeSchemaEntry, DecodeSchemaIPC
-// and CheckMessage return (an error matching ErrMalformed, or a schema)
+// FuzzDecodeSchema: whatever the bytes, DecodeSchemaEntry, DecodeSchemaIPC,
+// CheckSchemaEntry and CheckMessage return (an error matching ErrMalformed, or a schema)
 // without panicking, and a schema has no more fields than its bytes hold.
 // The seeds (testdata/fuzz/FuzzDecodeSchema) are schemas arrow-go writes:
 // every type, nested, with metadata and a dictionary.
@@ -32,6 +32,9 @@ func FuzzDecodeSchema(f *testing.F) {
 			if n := countFields(s.Fields); n > len(b)/4 {
 				t.Fatalf("%d fields from %d bytes", n, len(b))
 			}
+		}
+		if err := arrowfb.CheckSchemaEntry([]byte(base64.StdEncoding.EncodeToString(b))); err != nil && !errors.Is(err, arrowfb.ErrMalformed) {
+			t.Fatalf("untyped error: %v", err)
 		}
 		if len(b) > 8 {
 			if err := arrowfb.CheckMessage(b[8:]); err != nil && !errors.Is(err, arrowfb.ErrMalformed) {
