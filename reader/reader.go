@@ -40,8 +40,10 @@
 //     ignored, with no error, when it is malformed or does not match the
 //     Parquet schema; it is never shown by Metadata. INT96 columns and
 //     timestamps of legacy converted types read without a time zone, as
-//     DuckDB reads them; GEOMETRY and GEOGRAPHY columns as a GeoArrow
-//     extension type over their bytes. The schema's metadata is the
+//     DuckDB reads them, INT96 at microseconds (or in the unit
+//     ARROW:schema gives: pyarrow's nanoseconds), a value beyond that unit
+//     failing the scan (ErrDecode); GEOMETRY and GEOGRAPHY columns as a
+//     GeoArrow extension type over their bytes. The schema's metadata is the
 //     footer's key-value metadata. DuckDB writes no ARROW:schema.
 //   - The footer is decoded into a compact form with at most one value per
 //     two bytes beyond the first 64 Ki, and its schema's paths, schema

@@ -86,7 +86,11 @@ NDJSON (one object per line), told by its first bytes or its name (--format
 otherwise); - is stdin. Import streams: its memory is bounded by about two
 row groups (--row-group-bytes), not by the input. A Parquet file or Arrow IPC
 file on stdin is the exception: it needs random access, and is read into
-memory. CSV and NDJSON column types come from the first 10,000 rows.
+memory. CSV and NDJSON column types come from the first 10,000 rows. Arrow
+view types (string_view, binary_view, list_view: pyarrow 26, Polars) are
+imported as string, binary and list. A Parquet file with an INT96 timestamp
+beyond the microsecond range (the unit the reader and DuckDB read INT96 in)
+is refused.
 
 Every column of an object needs a Parquet field ID (SOP-PME-1 11.2). Those of
 a Parquet or Arrow input are kept. Without --assign-field-ids a field without
