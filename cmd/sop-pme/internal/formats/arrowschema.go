@@ -10,15 +10,26 @@ import (
 	"github.com/sovm/sop-pme/internal/arrowfb"
 )
 
-// neutralizeArrowSchema replaces the ARROW:schema entry of pf, which
-// pqarrow decodes with arrow-go's IPC reader (it allocates the lengths the
-// message states: a fatal error, not a panic, for a length of gigabytes),
-// by a schema of no fields, which pqarrow ignores, if the entry fails
-// arrowfb's bounds. The file then reads in its Parquet types.
-func neutralizeArrowSchema(pf *file.Reader) {
+// takeArrowSchema takes the ARROW:schema entry of pf away from pqarrow and
+// returns it decoded by arrowfb (nil if there is none, or it is
+// malformed), for pqtypes.Apply: a Parquet input then reads in the types
+// package reader reads it in once sealed.
+//
+// pqarrow would decode the entry with arrow-go's IPC reader, which
+// allocates the lengths the message states (a fatal error, not a panic,
+// for a length of gigabytes), and apply the stored types over the Parquet
+// ones without checking them (it fails on some it wrote itself: an
+// arrow.json column). The entry is replaced by a schema of no fields,
+// which pqarrow ignores.
+func takeArrowSchema(pf *file.Reader) *arrowfb.Schema {
 	v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema")
-	if v == nil || arrowfb.CheckSchemaEntry([]byte(*v)) == nil {
-		return
+	if v == nil {
+		return nil
+	}
+	stored, err := arrowfb.DecodeSchemaEntry([]byte(*v))
+	if err != nil {
+		stored = nil
 	}
 	*v = base64.StdEncoding.EncodeToString(flight.SerializeSchema(arrow.NewSchema(nil, nil), memory.DefaultAllocator))
+	return stored
 }

@@ -331,17 +331,19 @@ func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOp
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a readable Parquet file: %v", ErrFormat, name, err)
 	}
-	neutralizeArrowSchema(pf)
+	stored := takeArrowSchema(pf)
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, opts.Alloc)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
 	}
-	// The types pqarrow derives, corrected where it departs from Parquet's
-	// rules and from pyarrow and DuckDB: legacy lists keep their shape and
-	// their elements' nullability, INT96 and legacy timestamps have no time
-	// zone, GEOMETRY and GEOGRAPHY stay geospatial (see pqtypes).
-	fields, _ := pqtypes.Apply(pf.MetaData().Schema, fr.Manifest, nil)
+	// The types the reader reads the file in once sealed: those pqarrow
+	// derives, corrected where it departs from Parquet's rules and from
+	// pyarrow and DuckDB (legacy lists keep their shape and their elements'
+	// nullability, INT96 and legacy timestamps have no time zone, GEOMETRY
+	// and GEOGRAPHY stay geospatial), refined by the file's ARROW:schema
+	// where it is consistent (see pqtypes).
+	fields, _ := pqtypes.Apply(pf.MetaData().Schema, fr.Manifest, stored)
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		pf.Close()

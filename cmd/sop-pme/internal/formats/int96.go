@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/sovm/sop-pme/internal/arrowfb"
 	"github.com/sovm/sop-pme/internal/pqtypes"
 )
 
@@ -49,15 +48,11 @@ func CheckInt96(ctx context.Context, path string) error {
 		return nil
 	}
 	return unlessPanic(func() error {
-		neutralizeArrowSchema(pf)
+		// The unit the reader reads in: the stored Arrow schema's, if any.
+		stored := takeArrowSchema(pf)
 		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
 		if err != nil {
 			return nil
-		}
-		// The unit the reader reads in: the stored Arrow schema's, if any.
-		var stored *arrowfb.Schema
-		if v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema"); v != nil {
-			stored, _ = arrowfb.DecodeSchemaEntry([]byte(*v))
 		}
 		fields, _ := pqtypes.Apply(sc, fr.Manifest, stored)
 		rr, err := fr.GetRecordReader(ctx, cols, nil)
