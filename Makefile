@@ -68,5 +68,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzOpenModules -fuzztime $(FUZZTIME) ./pme
 	$(GO) test -run '^$$' -fuzz FuzzParseFooterRegion -fuzztime $(FUZZTIME) ./pme
 	$(GO) test -run '^$$' -fuzz FuzzImportV1 -fuzztime $(FUZZTIME) ./keyring
+	$(GO) test -run '^$$' -fuzz FuzzDecodeSchema -fuzztime $(FUZZTIME) ./internal/arrowfb
 
 include blobs/iroh/iroh.mk

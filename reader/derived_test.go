@@ -2,20 +2,20 @@ package reader_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/internal/hostile"
 	"github.com/sovm/sop-pme/reader"
 )
 
-// TestDerivedSchema pins what deriving the Arrow schema from the Parquet
-// schema (never from ARROW:schema) does to the types only ARROW:schema
-// carries: they come back as their Parquet equivalents, values equal. A
-// time zone other than UTC reads as UTC, a large string as a string, a
-// dictionary decoded.
-func TestDerivedSchema(t *testing.T) {
+// TestStoredSchema: the types only ARROW:schema carries come back as they
+// were written (a time zone other than UTC, a large string, a
+// dictionary), values equal.
+func TestStoredSchema(t *testing.T) {
 	ctx := context.Background()
 	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 	schema := arrow.NewSchema([]arrow.Field{
@@ -38,26 +38,58 @@ func TestDerivedSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []arrow.DataType{&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, arrow.BinaryTypes.String, arrow.BinaryTypes.String}
 	for i, f := range r.Schema().Fields() {
-		if !arrow.TypeEqual(f.Type, want[i]) {
-			t.Errorf("%s: %v, want %v", f.Name, f.Type, want[i])
+		if !arrow.TypeEqual(f.Type, schema.Field(i).Type) {
+			t.Errorf("%s: %v, want %v", f.Name, f.Type, schema.Field(i).Type)
 		}
 	}
 	cols := readAll(t, r)
-	for i := range rec.NumRows() {
-		if got, w := cols[0].(*array.Timestamp).Value(int(i)), rec.Column(0).(*array.Timestamp).Value(int(i)); got != w {
-			t.Errorf("ts[%d] = %d, want %d", i, got, w)
+	for i, c := range cols {
+		if !array.Equal(c, rec.Column(i)) {
+			t.Errorf("%s: values differ", schema.Field(i).Name)
 		}
-		if got, w := cols[1].(*array.String).Value(int(i)), rec.Column(1).(*array.LargeString).Value(int(i)); got != w {
-			t.Errorf("ls[%d] = %q, want %q", i, got, w)
-		}
-		d := rec.Column(2).(*array.Dictionary)
-		if got, w := cols[2].(*array.String).Value(int(i)), d.Dictionary().(*array.String).Value(d.GetValueIndex(int(i))); got != w {
-			t.Errorf("d[%d] = %q, want %q", i, got, w)
-		}
-	}
-	for _, c := range cols {
 		c.Release()
+	}
+	// The stored schema is no metadata entry.
+	if _, ok := r.Metadata().GetValue("ARROW:schema"); ok {
+		t.Error("Metadata shows ARROW:schema")
+	}
+}
+
+// TestStoredSchemaIgnored: an ARROW:schema entry that is malformed, or
+// whose types contradict the Parquet schema (the hostile cases
+// arrow-schema-*), is ignored with no error: the object opens and reads in
+// the types of its Parquet schema.
+func TestStoredSchemaIgnored(t *testing.T) {
+	ctx := context.Background()
+	want := []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64}
+	n := 0
+	for _, c := range hostileCases() {
+		if !strings.HasPrefix(c.Name, "arrow-schema-") {
+			continue
+		}
+		n++
+		t.Run(c.Name, func(t *testing.T) {
+			if c.err != nil {
+				t.Fatal(c.err)
+			}
+			st := hostile.NewStore()
+			id := st.Put(c.obj, fuzzKey())
+			r, err := reader.Open(ctx, st, id, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range r.Schema().Fields() {
+				if !arrow.TypeEqual(f.Type, want[i]) {
+					t.Errorf("%s: %v, want %v", f.Name, f.Type, want[i])
+				}
+			}
+			if rows, err := readObject(ctx, st, id); err != nil || rows != 200 {
+				t.Errorf("%d rows, %v", rows, err)
+			}
+		})
+	}
+	if n < 5 {
+		t.Fatalf("%d arrow-schema cases", n)
 	}
 }

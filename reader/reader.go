@@ -27,18 +27,24 @@
 // the producer put in them. The reader holds to this:
 //
 //   - The Arrow schema is derived from the Parquet schema and its field
-//     IDs. The ARROW:schema footer entry (an Arrow IPC message) is never
-//     decoded: arrow-go's IPC reader allocates the lengths the message
-//     states (one changed byte of an 832-byte object asked for 32 GiB, a
-//     fatal error), and pqarrow applies the stored types over the inferred
-//     ones without checking them. Validating the message fully would leave
-//     the second problem, so the entry is dropped (and never shown by
-//     Metadata). Types that only ARROW:schema carries come back as their
-//     Parquet equivalents, with the same values: a time zone other than UTC
-//     as "UTC" (the instants are the same), large strings, binaries and
-//     lists as their 32-bit-offset forms, durations as int64, dictionaries
-//     decoded, extension types as their storage type. The schema's metadata
-//     is the footer's key-value metadata. DuckDB writes no ARROW:schema.
+//     IDs, and refined by the ARROW:schema footer entry (an Arrow IPC
+//     message) only where the refinement is consistent with the Parquet
+//     types (package internal/pqtypes): a time zone other than UTC, large
+//     strings, binaries and lists, durations, dictionaries, decimal256,
+//     date64, extension types. arrow-go's IPC reader never sees the entry:
+//     it allocates the lengths the message states (one changed byte of an
+//     832-byte object asked for 32 GiB, a fatal error), and pqarrow applies
+//     the stored types over the inferred ones without checking them. The
+//     entry is decoded by internal/arrowfb, within bounds (its fields at
+//     most one per 4 bytes, its strings at most twice its size), and
+//     ignored, with no error, when it is malformed or does not match the
+//     Parquet schema; it is never shown by Metadata. INT96 columns and
+//     timestamps of legacy converted types read without a time zone, as
+//     DuckDB reads them, INT96 at microseconds (or in the unit
+//     ARROW:schema gives: pyarrow's nanoseconds), a value beyond that unit
+//     failing the scan (ErrDecode); GEOMETRY and GEOGRAPHY columns as a
+//     GeoArrow extension type over their bytes. The schema's metadata is the
+//     footer's key-value metadata. DuckDB writes no ARROW:schema.
 //   - The footer is decoded into a compact form with at most one value per
 //     two bytes beyond the first 64 Ki, and its schema's paths, schema
 //     elements and key-value entries are bounded by its size (package pme),
@@ -82,6 +88,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/arrowfb"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
@@ -117,6 +124,7 @@ type Reader struct {
 	dek       pme.DEK
 	meta      *metadata.FileMetaData // the decrypted footer, padding entries removed
 	schema    *arrow.Schema
+	stored    *arrowfb.Schema // the footer's ARROW:schema, decoded, or nil
 	kv        arrow.Metadata
 	fields    []pme.Field
 	chunks    []pme.Span   // every column chunk, sorted by offset
@@ -272,9 +280,13 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 	}
 	// Readers must ignore the padding entries (Section 11.8); this one
 	// removes them before arrow-go, or a caller, can see them.
-	footer.StripForReading()
 	kvs, err := footer.KeyValues()
 	if err != nil {
+		return err
+	}
+	r.stored = storedSchema(kvs)
+	footer.StripForReading()
+	if kvs, err = footer.KeyValues(); err != nil {
 		return err
 	}
 	var keys, values []string
@@ -299,13 +311,11 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 		if err != nil {
 			return err
 		}
-		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, r.alloc)
+		_, fields, err := r.fileReader(pf, pqarrow.ArrowReadProperties{}, r.alloc)
 		if err != nil {
 			return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
 		}
-		if r.schema, err = fr.Schema(); err != nil {
-			return fmt.Errorf("%w: schema: %v", pme.ErrFormat, err)
-		}
+		r.schema = arrow.NewSchema(fields, &r.kv)
 		return nil
 	})
 }
@@ -378,7 +388,8 @@ func (r *Reader) ID() storageid.ID { return r.id }
 func (r *Reader) Size() int64 { return r.vr.Size() }
 
 // Schema returns the object's Arrow schema, derived from its Parquet schema
-// (see the package doc). Every field carries its Parquet field ID in the
+// and refined by its ARROW:schema entry where that is consistent (see the
+// package doc). Every field carries its Parquet field ID in the
 // field metadata under "PARQUET:field_id". The schema's metadata is the
 // footer's key-value metadata, without the entries reserved for padding and
 // without ARROW:schema.
@@ -614,7 +625,7 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 	var rr pqarrow.RecordReader
 	err = catch(ErrDecode, func() error {
 		var err error
-		if fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
+		if fr, _, err = r.fileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
 			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
 		}
 		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
@@ -632,7 +643,7 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		return nil, err
 	}
 	f := startFetcher(ctx, view, r.grid, cols, rgs)
-	sr := &scanReader{rr: rr, schema: rr.Schema(), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
+	sr := &scanReader{rr: rr, schema: r.scanSchema(rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
 		done: func() { cancel(); f.stop(); view.close() }}
 	sr.refs.Store(1)
 	return sr, nil

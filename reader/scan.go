@@ -161,6 +161,8 @@ type scanReader struct {
 	refs   atomic.Int64
 	done   func()
 	err    error
+	// The current batch in the scan's types (see retype).
+	out arrow.RecordBatch
 }
 
 var _ array.RecordReader = (*scanReader)(nil)
@@ -172,6 +174,10 @@ func (s *scanReader) Schema() *arrow.Schema { return s.schema }
 func (s *scanReader) Next() (ok bool) {
 	if s.err != nil {
 		return false
+	}
+	if s.out != nil {
+		s.out.Release()
+		s.out = nil
 	}
 	defer func() {
 		s.budget.end()
@@ -189,6 +195,9 @@ func (s *scanReader) Next() (ok bool) {
 		if s.rr != nil && s.loaded {
 			s.budget.begin()
 			if s.rr.Next() {
+				if s.err = s.retype(); s.err != nil {
+					return false
+				}
 				return true
 			}
 			s.budget.end()
@@ -263,7 +272,7 @@ func (s *scanReader) RecordBatch() arrow.RecordBatch {
 	if s.err != nil || s.rr == nil {
 		return nil
 	}
-	return s.rr.RecordBatch()
+	return s.out
 }
 
 // Record returns the current batch.
@@ -281,6 +290,10 @@ func (s *scanReader) Release() {
 		return
 	}
 	defer s.done()
+	if s.out != nil {
+		s.out.Release()
+		s.out = nil
+	}
 	defer func() {
 		// arrow-go's readers may be left inconsistent by a panic they
 		// raised; releasing them must not raise another.

@@ -206,8 +206,47 @@ func newConv(dt arrow.DataType) (conv, error) {
 			}
 			return val.value(d, j)
 		}), nil
+	case *arrow.DurationType:
+		// read_parquet reads a duration's INT64 as BIGINT.
+		return prim[*array.Duration](duckdb.TYPE_BIGINT, func(v arrow.Duration) (int64, error) { return int64(v), nil }), nil
+	case arrow.ExtensionType:
+		// An extension type (a GeoArrow geometry, a UUID, JSON) as its
+		// storage, as read_parquet reads the column.
+		return extensionConv(dt)
 	}
 	return conv{}, fmt.Errorf("%w: %s", ErrType, dt)
+}
+
+// extensionConv converts an extension type's arrays through their storage.
+func extensionConv(dt arrow.ExtensionType) (conv, error) {
+	c, err := newConv(dt.StorageType())
+	if err != nil {
+		return conv{}, err
+	}
+	storage := func(arr arrow.Array) (arrow.Array, error) {
+		a, ok := arr.(array.ExtensionArray)
+		if !ok {
+			return nil, mismatch(arr)
+		}
+		return a.Storage(), nil
+	}
+	return conv{
+		info: c.info,
+		value: func(arr arrow.Array, i int) (any, error) {
+			s, err := storage(arr)
+			if err != nil {
+				return nil, err
+			}
+			return c.value(s, i)
+		},
+		fill: func(ch duckdb.DataChunk, col int, arr arrow.Array, off, n int) error {
+			s, err := storage(arr)
+			if err != nil {
+				return err
+			}
+			return c.fill(ch, col, s, off, n)
+		},
+	}, nil
 }
 
 // valueArray is an Arrow array with a typed Value accessor.

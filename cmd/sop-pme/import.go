@@ -87,10 +87,14 @@ otherwise); - is stdin. Import streams: its memory is bounded by about two
 row groups (--row-group-bytes), not by the input. A Parquet file or Arrow IPC
 file on stdin is the exception: it needs random access, and is read into
 memory. CSV and NDJSON column types come from the first 10,000 rows; a
-CSV record or NDJSON line longer than 8 MiB is refused. The object must be
-one the reader returns with its defaults: a schema at most 64 levels deep
-and 4,096 leaf columns wide, rows that decode within a read's memory limit
-(rows that compress far better than that go into smaller row groups).
+CSV record or NDJSON line longer than 8 MiB is refused. Arrow view types
+(string_view, binary_view, list_view: pyarrow 26, Polars) are imported as
+string, binary and list. A Parquet file with an INT96 timestamp beyond the
+microsecond range (the unit the reader and DuckDB read INT96 in) is refused.
+The object must be one the reader returns with its defaults: a schema at
+most 64 levels deep and 4,096 leaf columns wide, rows that decode within a
+read's memory limit (rows that compress far better than that go into
+smaller row groups).
 
 Every column of an object needs a positive Parquet field ID (SOP-PME-1 11.2).
 Those of a Parquet or Arrow input are kept; an ID of 0, which DuckDB's
@@ -206,6 +210,16 @@ stderr), once the object is written.
 			var obj writer.Object
 			how, why := pathSealed, reencodeWhy(cmd, in.Format, path, reencode)
 			if why == "" {
+				// INT96 values that no read could return are refused
+				// before anything is sealed (re-encoding refuses them as
+				// it reads them).
+				if err := formats.CheckInt96(ctx, path); err != nil {
+					m.abort()
+					if created {
+						removeEmptyStore(dir)
+					}
+					return about(name, err)
+				}
 				obj, err = sealParquet(ctx, st, path, assign, m, &prog)
 				if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, pme.ErrPlaintextParquet) {
 					// What was sealed is discarded (SealFile aborted its

@@ -44,20 +44,23 @@ func Cases() []Case {
 	return append([]Case{
 		// The Arrow schema the writer stores in the footer (ARROW:schema)
 		// is untrusted: the reader derives the Arrow schema from the
-		// Parquet schema and never decodes the entry.
-		{"arrow-schema-body-length", "ARROW:schema is ignored: its IPC message's bodyLength (here ~32 GiB) is never allocated", nil, nil,
+		// Parquet schema, decodes the entry within bounds (never with
+		// arrow-go's IPC reader), and takes from it only refinements
+		// consistent with the Parquet types; a malformed or inconsistent
+		// entry is ignored.
+		{"arrow-schema-body-length", "ARROW:schema is decoded within bounds: its IPC message's bodyLength (here ~32 GiB) is never allocated", nil, nil,
 			arrowSchema(func(msg []byte) []byte {
 				// Grow the Message vtable by one entry: bodyLength now
 				// reads 8 bytes of the table, 0x0000000800080004.
 				binary.LittleEndian.PutUint16(msg[8+6:], 12)
 				return msg
 			})},
-		{"arrow-schema-metadata-length", "ARROW:schema is ignored: its IPC metadata length prefix (here 2 GiB) is never allocated", nil, nil,
+		{"arrow-schema-metadata-length", "a malformed ARROW:schema is ignored: its IPC metadata length prefix (here 2 GiB) is never allocated", nil, nil,
 			arrowSchema(func(msg []byte) []byte {
 				binary.LittleEndian.PutUint32(msg[4:], 0x7ffffff8)
 				return msg
 			})},
-		{"arrow-schema-field-count", "ARROW:schema is ignored: its flatbuffer vector lengths are never trusted", nil, nil,
+		{"arrow-schema-field-count", "a malformed ARROW:schema is ignored: its flatbuffer vector lengths are never trusted", nil, nil,
 			arrowSchema(func(msg []byte) []byte {
 				// The Schema's fields vector: 3 fields, then their offsets.
 				i := bytes.Index(msg, []byte{3, 0, 0, 0, 0xf4, 0, 0, 0})
@@ -67,9 +70,9 @@ func Cases() []Case {
 				binary.LittleEndian.PutUint32(msg[i:], 0x7fffffff)
 				return msg
 			})},
-		{"arrow-schema-garbage", "ARROW:schema is ignored: an entry that is not an IPC message does not stop the read", nil, nil,
+		{"arrow-schema-garbage", "a malformed ARROW:schema is ignored: an entry that is not an IPC message does not stop the read", nil, nil,
 			arrowSchema(func([]byte) []byte { return []byte("not an IPC message") })},
-		{"arrow-schema-lies", "ARROW:schema is ignored: a stored schema whose types contradict the Parquet schema does not retype the columns", nil, nil,
+		{"arrow-schema-lies", "ARROW:schema refines only consistently: types that contradict the Parquet schema, and a dictionary whose 8-bit indices would overflow, do not retype the columns", nil, nil,
 			func(dek pme.DEK) ([]byte, error) {
 				o, err := Base("flat", 200)
 				if err != nil {

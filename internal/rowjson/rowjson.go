@@ -83,6 +83,10 @@ func AppendValue(dst []byte, arr arrow.Array, i int) ([]byte, error) {
 		return append(dst, "null"...), nil
 	}
 	switch a := arr.(type) {
+	case array.ExtensionArray:
+		// An extension type (a GeoArrow geometry, a UUID, JSON) as its
+		// storage.
+		return AppendValue(dst, a.Storage(), i)
 	case *array.Boolean:
 		return strconv.AppendBool(dst, a.Value(i)), nil
 	case *array.Int8:

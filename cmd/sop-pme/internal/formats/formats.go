@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/pqtypes"
 )
 
 // A Format is a table format.
@@ -211,6 +212,11 @@ func open(ctx context.Context, f file_, name string, opts InputOptions) (in *Inp
 	in.name = name
 	in.RecordReader = &guarded{RecordReader: in.RecordReader, name: name, format: in.Format,
 		validate: in.Format == ArrowFile || in.Format == ArrowStream}
+	if in.Format == ArrowFile || in.Format == ArrowStream {
+		// After the arrays are validated: views read as the forms Parquet
+		// holds (see views.go).
+		in.RecordReader = unviewed(in.RecordReader, opts.Alloc, name)
+	}
 	return in, nil
 }
 
@@ -329,17 +335,25 @@ func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOp
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a readable Parquet file: %v", ErrFormat, name, err)
 	}
+	stored := takeArrowSchema(pf)
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, opts.Alloc)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
 	}
+	// The types the reader reads the file in once sealed: those pqarrow
+	// derives, corrected where it departs from Parquet's rules and from
+	// pyarrow and DuckDB (legacy lists keep their shape and their elements'
+	// nullability, INT96 and legacy timestamps have no time zone, GEOMETRY
+	// and GEOGRAPHY stay geospatial), refined by the file's ARROW:schema
+	// where it is consistent (see pqtypes).
+	fields, _ := pqtypes.Apply(pf.MetaData().Schema, fr.Manifest, stored)
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
 	}
-	return &Input{Format: Parquet, RecordReader: rr, close: pf.Close}, nil
+	return &Input{Format: Parquet, RecordReader: pqtypes.NewRecordReader(rr, fields), close: pf.Close}, nil
 }
 
 // fileRecords reads the record batches of an Arrow IPC file in order. A
