@@ -27,8 +27,14 @@ type DB struct {
 // Open opens an in-memory DuckDB database (or the one WithDSN names),
 // registers sop_scan and sop_verify over src and keys (see Register) on it,
 // defines the sop_scan macro on every connection of its pool, sets the
-// TimeZone to UTC, and creates the views given with WithView. Nothing of any object is read until a
+// TimeZone to UTC and the settings given with WithThreads and
+// WithMemoryLimit, closes the session to the host (LockDown), and creates
+// the views given with WithView. Nothing of any object is read until a
 // query uses it.
+//
+// A query on the DB cannot change DuckDB's settings, spill to disk, read or
+// write a file of the host, attach a database, or install or load an
+// extension: see LockDown.
 func Open(ctx context.Context, src verify.Source, keys reader.KeyResolver, opts ...Option) (*DB, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -69,12 +75,76 @@ func (d *DB) init(ctx context.Context, opts []Option, registered *atomic.Bool) e
 	registered.Store(true)
 	// TIMESTAMP WITH TIME ZONE prints in UTC, whatever the machine's zone:
 	// the text of a Result is the same everywhere.
-	if _, err := conn.ExecContext(ctx, "SET GLOBAL TimeZone = 'UTC'"); err != nil {
-		return fmt.Errorf("sopsql: setting the time zone: %w", err)
+	settings := []string{"SET GLOBAL TimeZone = 'UTC'"}
+	if d.cfg.threads > 0 {
+		settings = append(settings, fmt.Sprintf("SET GLOBAL threads = %d", d.cfg.threads))
+	}
+	if d.cfg.memoryLimit > 0 {
+		settings = append(settings, fmt.Sprintf("SET GLOBAL memory_limit = '%dB'", d.cfg.memoryLimit))
+	}
+	for _, q := range settings {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("sopsql: %s: %w", q, err)
+		}
+	}
+	if err := LockDown(ctx, conn); err != nil {
+		return err
 	}
 	for _, v := range d.cfg.views {
 		if err := d.CreateView(ctx, v.name, v.id); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// lockDown is what LockDown sets, in this order.
+func lockDown() []string {
+	return []string{
+		// No spill: a query that outgrows memory_limit fails, and
+		// decrypted rows never reach a disk.
+		"SET GLOBAL temp_directory = ''",
+		// No extension is installed (which writes under the home
+		// directory, and fetches from the network) or loaded, known or not.
+		"SET GLOBAL autoinstall_known_extensions = false",
+		"SET GLOBAL autoload_known_extensions = false",
+		"SET GLOBAL allow_community_extensions = false",
+		"SET GLOBAL allow_unsigned_extensions = false",
+		"SET GLOBAL allow_persistent_secrets = false",
+		// No file of the host, read or written (read_csv, COPY ... TO,
+		// ATTACH, EXPORT DATABASE, INSTALL, LOAD), not even in a
+		// directory the DSN allowed.
+		"SET GLOBAL allowed_directories = []",
+		"SET GLOBAL allowed_paths = []",
+		"SET GLOBAL enable_external_access = false",
+		// And no SET, RESET or PRAGMA undoes any of it.
+		"SET GLOBAL lock_configuration = true",
+	}
+}
+
+// LockDown closes the DuckDB database conn belongs to to its host, for
+// every connection, for the life of the database: no spill directory (a
+// query that outgrows memory_limit fails instead of writing decrypted rows
+// to disk), no extension installed, loaded or autoloaded, no persistent
+// secret, no file or network access from a query (enable_external_access
+// false: no read_csv, COPY ... TO, ATTACH of a file, EXPORT DATABASE), and
+// then lock_configuration, so that no query can undo any of it. Open calls
+// it after registering the functions; a caller that uses Register on a
+// database of its own calls it once its own settings are made.
+//
+// sop_scan and sop_verify read objects through the verify.Source, in Go,
+// and keep working. Measured on DuckDB 1.5.6, two statements still change
+// a session after the lock: PRAGMA enable_profiling (query plans printed on
+// the process's standard output) and CALL enable_logging, whose file
+// storage, refused by enable_external_access, then fails every later
+// query of the database; neither writes a file.
+func LockDown(ctx context.Context, conn *sql.Conn) error {
+	if conn == nil {
+		return fmt.Errorf("%w: nil connection", ErrOption)
+	}
+	for _, q := range lockDown() {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("sopsql: locking DuckDB down: %s: %w", q, err)
 		}
 	}
 	return nil
