@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -194,50 +195,98 @@ type Column struct {
 	Type string
 }
 
-// Query runs one statement and returns its whole result (DuckDB
-// materialises it anyway). If it fails, the error is a *QueryError that
-// also wraps the Go errors sop_scan and sop_verify returned, so that
-// errors.Is(err, verify.ErrVerify) reports a verification failure; no row
-// is returned then.
+// Query runs one statement and returns its whole result, every row in
+// memory: for large results, read them with QueryRows. If it fails, the
+// error is a *QueryError that also wraps the Go errors sop_scan and
+// sop_verify returned, so that errors.Is(err, verify.ErrVerify) reports a
+// verification failure; no row is returned then.
 func (d *DB) Query(ctx context.Context, query string, args ...any) (*Result, error) {
-	ctx, wrap := TrackErrors(ctx)
-	res, err := d.query(ctx, query, args)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return res, nil
-}
-
-func (d *DB) query(ctx context.Context, query string, args []any) (*Result, error) {
-	rows, err := d.db.QueryContext(ctx, query, args...)
+	rows, err := d.QueryRows(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	types, err := rows.ColumnTypes()
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Columns: make([]Column, len(types))}
-	for i, t := range types {
-		res.Columns[i] = Column{Name: t.Name(), Type: t.DatabaseTypeName()}
-	}
-	ptrs := make([]any, len(types))
+	res := &Result{Columns: rows.Columns()}
 	for rows.Next() {
-		row := make([]any, len(types))
-		for i := range row {
-			ptrs[i] = &row[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		res.Rows = append(res.Rows, row)
+		res.Rows = append(res.Rows, slices.Clone(rows.Row()))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
+
+// QueryRows runs one statement (or several, separated by ";": the rows are
+// those of the last) and returns its rows, to be read one at a time: what
+// the caller holds is one row, not the result.
+//
+// duckdb-go v2.10506.0 runs a statement to its end before it returns the
+// first row, and keeps the result in DuckDB, in DuckDB's own columnar
+// form (within memory_limit, never spilled: see LockDown). So a failure of
+// sop_scan or sop_verify (a verification error) fails QueryRows itself,
+// before any row. Errors are a *QueryError, as for Query.
+func (d *DB) QueryRows(ctx context.Context, query string, args ...any) (*Rows, error) {
+	ctx, wrap := TrackErrors(ctx)
+	rows, err := d.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		rows.Close()
+		return nil, wrap(err)
+	}
+	r := &Rows{rows: rows, wrap: wrap, cols: make([]Column, len(types)), row: make([]any, len(types)), ptrs: make([]any, len(types))}
+	for i, t := range types {
+		r.cols[i] = Column{Name: t.Name(), Type: t.DatabaseTypeName()}
+		r.ptrs[i] = &r.row[i]
+	}
+	return r, nil
+}
+
+// Rows are the rows of a statement, read one at a time (a RowSource).
+// Close them when done.
+type Rows struct {
+	rows *sql.Rows
+	wrap func(error) error
+	cols []Column
+	row  []any
+	ptrs []any
+	err  error
+}
+
+// Columns returns the columns of the rows.
+func (r *Rows) Columns() []Column { return r.cols }
+
+// Next reads the next row, and reports whether there is one.
+func (r *Rows) Next() bool {
+	if r.err != nil || !r.rows.Next() {
+		return false
+	}
+	clear(r.row)
+	if err := r.rows.Scan(r.ptrs...); err != nil {
+		r.err = err
+		return false
+	}
+	return true
+}
+
+// Row returns the current row, as duckdb-go scans it (nil for NULL); it is
+// valid until the next call to Next.
+func (r *Rows) Row() []any { return r.row }
+
+// Err returns the error that ended the rows, a *QueryError, or nil.
+func (r *Rows) Err() error {
+	if r.err != nil {
+		return r.wrap(r.err)
+	}
+	return r.wrap(r.rows.Err())
+}
+
+// Close closes the rows.
+func (r *Rows) Close() error { return r.rows.Close() }
+
+var _ RowSource = (*Rows)(nil)
 
 // quoteIdent quotes s as a DuckDB identifier.
 func quoteIdent(s string) string {

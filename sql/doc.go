@@ -41,9 +41,11 @@
 // # Using it
 //
 // [Open] makes an in-memory DuckDB database with the functions registered,
-// optionally with a view per object; [DB.Query] runs a statement and returns
-// a [Result], which prints as a table, CSV or JSON ([Result.Write]).
-// [Register] installs the functions on a database the caller opened.
+// optionally with a view per object; [DB.QueryRows] runs a statement and
+// reads its rows one at a time, which a [Printer] writes as they come as a
+// table, CSV or JSON ([Printer.PrintRows]); [DB.Query] returns the whole
+// [Result]. [Register] installs the functions on a database the caller
+// opened.
 //
 // # What a query cannot do
 //
