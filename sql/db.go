@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,10 +20,11 @@ import (
 // registered over one store and one key resolver: what `sop-pme sql` runs
 // queries in. It is safe for concurrent use.
 type DB struct {
-	db   *sql.DB
-	src  verify.Source
-	keys reader.KeyResolver
-	cfg  config
+	db     *sql.DB
+	src    verify.Source
+	keys   reader.KeyResolver
+	cfg    config
+	closed atomic.Bool
 }
 
 // Open opens an in-memory DuckDB database (or the one WithDSN names),
@@ -57,6 +59,9 @@ func Open(ctx context.Context, src verify.Source, keys reader.KeyResolver, opts 
 		return nil, fmt.Errorf("sopsql: opening DuckDB: %w", err)
 	}
 	d := &DB{db: sql.OpenDB(connector), src: src, keys: keys, cfg: cfg}
+	// The pool keeps every connection it opens until Close: see Close for
+	// why closing one may abort the process.
+	d.db.SetMaxIdleConns(math.MaxInt32)
 	if err := d.init(ctx, opts, &registered); err != nil {
 		d.db.Close()
 		return nil, err
@@ -135,10 +140,12 @@ func lockDown() []string {
 //
 // sop_scan and sop_verify read objects through the verify.Source, in Go,
 // and keep working. Measured on DuckDB 1.5.6, two statements still change
-// a session after the lock: PRAGMA enable_profiling (query plans printed on
-// the process's standard output) and CALL enable_logging, whose file
-// storage, refused by enable_external_access, then fails every later
-// query of the database; neither writes a file.
+// a session after the lock, and neither writes a file: PRAGMA
+// enable_profiling (query plans printed on the process's standard error),
+// and CALL enable_logging, whose file storage, refused by
+// enable_external_access, then fails every later statement of the
+// database (DB.Close then leaves it open rather than abort the process;
+// see Close).
 func LockDown(ctx context.Context, conn *sql.Conn) error {
 	if conn == nil {
 		return fmt.Errorf("%w: nil connection", ErrOption)
@@ -156,8 +163,25 @@ func LockDown(ctx context.Context, conn *sql.Conn) error {
 // verification errors with errors.Is.
 func (d *DB) SQL() *sql.DB { return d.db }
 
-// Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+// Close closes the database, unless DuckDB fails every statement: then it
+// returns an error and leaves the database open. A query can do that:
+// CALL enable_logging(storage := 'file', ...) is not refused by
+// lock_configuration in DuckDB 1.5.6, and its file storage, which
+// enable_external_access refuses, then fails every later statement; DuckDB
+// flushes that storage again when a connection closes, and the exception
+// escapes duckdb_disconnect, which aborts the process. Leaving the
+// database open costs its memory, not the process. For the same reason
+// the pool of SQL keeps every connection it opens until Close (do not
+// lower its SetMaxIdleConns or set a connection lifetime).
+func (d *DB) Close() error {
+	if !d.closed.Load() {
+		if _, err := d.db.ExecContext(context.Background(), "SELECT 1"); err != nil {
+			return fmt.Errorf("sopsql: DuckDB fails every statement, so closing it could abort the process; the database is left open: %w", err)
+		}
+	}
+	d.closed.Store(true)
+	return d.db.Close()
+}
 
 // CreateView creates (or replaces) the view name, defined as SELECT * FROM
 // sop_scan('<id>'). DuckDB binds sop_scan when it creates the view, which

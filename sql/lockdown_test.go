@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -327,5 +328,59 @@ func TestOptions(t *testing.T) {
 	}
 	if err := LockDown(context.Background(), nil); !errors.Is(err, ErrOption) {
 		t.Errorf("LockDown(nil): %v, want ErrOption", err)
+	}
+}
+
+// childLoggingEnv makes TestLoggingDoesNotAbort's child run its session.
+const childLoggingEnv = "SOPSQL_TEST_CHILD_LOGGING"
+
+// TestLoggingDoesNotAbort: CALL enable_logging with a file storage, which
+// DuckDB 1.5.6 runs despite lock_configuration, makes every later
+// statement fail (enable_external_access refuses the file), and would
+// abort the process when a connection closes: the pool keeps its
+// connections, Close returns an error instead, and the process lives (a
+// child process, so that an abort fails the test). No log file is written.
+func TestLoggingDoesNotAbort(t *testing.T) {
+	if dir, ok := os.LookupEnv(childLoggingEnv); ok {
+		st := newStore(t)
+		db, err := Open(context.Background(), st, st.keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Query(context.Background(), "CALL enable_logging(storage := 'file', storage_path := "+sqlString(filepath.Join(dir, "logs"))+")")
+		fmt.Printf("\n%senable_logging: %v\n", childMarker, err)
+		_, err = db.Query(context.Background(), "SELECT 42")
+		fmt.Printf("\n%sSELECT 42: %v\n", childMarker, err)
+		// Queries at once, on several connections of the pool, which
+		// it must not close when they come back.
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { db.Query(context.Background(), "SELECT 43") })
+		}
+		wg.Wait()
+		fmt.Printf("\n%sClose: %v\n", childMarker, db.Close())
+		return
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := oexec.CommandContext(ctx, os.Args[0], "-test.run=^TestLoggingDoesNotAbort$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childLoggingEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child process failed: %v\n%s", err, lastLines(string(out), 12))
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if r, ok := strings.CutPrefix(l, childMarker); ok {
+			lines = append(lines, r)
+		}
+	}
+	t.Logf("%q", lines)
+	if len(lines) != 3 || !strings.Contains(lines[1], "Permission Error") || !strings.Contains(lines[2], "the database is left open") {
+		t.Errorf("child: %q; want SELECT 42 to fail with a Permission Error, and Close to leave the database open", lines)
+	}
+	if got := tree(t, dir); len(got) != 0 {
+		t.Errorf("DuckDB wrote %v", got)
 	}
 }
