@@ -35,9 +35,9 @@ type DB struct {
 // the views given with WithView. Nothing of any object is read until a
 // query uses it.
 //
-// A query on the DB cannot change DuckDB's settings, spill to disk, read or
-// write a file of the host, attach a database, or install or load an
-// extension: see LockDown.
+// A query on the DB cannot SET or RESET DuckDB's settings, spill to disk,
+// read or write a file of the host, attach a database, or install or load
+// an extension: see LockDown (and its limits).
 func Open(ctx context.Context, src verify.Source, keys reader.KeyResolver, opts ...Option) (*DB, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
