@@ -81,6 +81,53 @@ var (
 	integerList = regexp.MustCompile(`^U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)\[\d*\]$`)
 )
 
+// scanParams are the arguments of sop_scan, checked.
+type scanParams struct {
+	id        any     // the storage_id's text, or nil for NULL
+	rowGroups *string // the list's text, or nil for every row group
+	batch     int64   // 0: the reader's default
+}
+
+// parseScanArgs checks the six arguments of the table function sop_scan:
+// storage_id a string, row_groups a list of integers, batch_size an
+// integer from 0; NULL row_groups and batch_size are the defaults. Every
+// error is ErrArgument, and names the argument and its type.
+func parseScanArgs(args []any) (scanParams, error) {
+	var p scanParams
+	a, err := scanArgs(args)
+	if err != nil {
+		return p, err
+	}
+	id, rgs, batch := a[0], a[1], a[2]
+	if id.text != nil {
+		if id.typ != "VARCHAR" {
+			return p, fmt.Errorf("%w: storage_id is of type %s, want a string (VARCHAR)", ErrArgument, id.typ)
+		}
+		p.id = *id.text
+	}
+	if rgs.text != nil && !integerList.MatchString(rgs.typ) {
+		return p, fmt.Errorf("%w: row_groups is of type %s, want a non-empty list of row group indices, such as [0, 2]", ErrArgument, rgs.typ)
+	}
+	p.rowGroups = rgs.text
+	if batch.text != nil {
+		if !integerType.MatchString(batch.typ) {
+			return p, fmt.Errorf("%w: batch_size is of type %s, want an integer", ErrArgument, batch.typ)
+		}
+		if p.batch, err = strconv.ParseInt(*batch.text, 10, 64); err != nil || p.batch < 0 {
+			return p, fmt.Errorf("%w: batch_size %s: want 0 (the reader's default) or more rows", ErrArgument, *batch.text)
+		}
+	}
+	return p, nil
+}
+
+// rowGroupList returns the row groups to read of an object of n.
+func (p scanParams) rowGroupList(n int) ([]int, error) {
+	if p.rowGroups == nil {
+		return rowGroups("", n, false)
+	}
+	return rowGroups(*p.rowGroups, n, true)
+}
+
 // rowGroups parses the row_groups argument as the macro passes it: a list
 // cast to VARCHAR, such as "[0, 2]", or, when given is false, every row
 // group.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -164,47 +163,23 @@ type functions struct {
 func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ...any) (_ duckdb.ParallelChunkTableSource, err error) {
 	sink := sinkFrom(ctx)
 	defer func() { sink.add(err) }()
-	a, err := scanArgs(args)
-	if err != nil {
-		return nil, err
-	}
-	id, rgs, batch := a[0], a[1], a[2]
 	// Every argument is checked before the object is opened.
-	if id.text != nil && id.typ != "VARCHAR" {
-		return nil, fmt.Errorf("%w: storage_id is of type %s, want a string (VARCHAR)", ErrArgument, id.typ)
-	}
-	if rgs.text != nil && !integerList.MatchString(rgs.typ) {
-		return nil, fmt.Errorf("%w: row_groups is of type %s, want a non-empty list of row group indices, such as [0, 2]", ErrArgument, rgs.typ)
-	}
-	var batchSize int64
-	if batch.text != nil {
-		if !integerType.MatchString(batch.typ) {
-			return nil, fmt.Errorf("%w: batch_size is of type %s, want an integer", ErrArgument, batch.typ)
-		}
-		if batchSize, err = strconv.ParseInt(*batch.text, 10, 64); err != nil || batchSize < 0 {
-			return nil, fmt.Errorf("%w: batch_size %s: want 0 (the reader's default) or more rows", ErrArgument, *batch.text)
-		}
-	}
-	var idArg any
-	if id.text != nil {
-		idArg = *id.text
-	}
-	r, err := fn.open(ctx, idArg)
+	p, err := parseScanArgs(args)
 	if err != nil {
 		return nil, err
 	}
-	s := &scanSource{ctx: ctx, r: r, sink: sink, batch: batchSize}
+	r, err := fn.open(ctx, p.id)
+	if err != nil {
+		return nil, err
+	}
+	s := &scanSource{ctx: ctx, r: r, sink: sink, batch: p.batch}
 	if s.cols, err = columns(r.Schema()); err != nil {
 		return nil, fmt.Errorf("sopsql: object %s: %w", r.ID(), err)
 	}
 	if len(s.cols) == 0 {
 		return nil, fmt.Errorf("%w: object %s has no columns", ErrType, r.ID())
 	}
-	list := ""
-	if rgs.text != nil {
-		list = *rgs.text
-	}
-	if s.rowGroups, err = rowGroups(list, r.NumRowGroups(), rgs.text != nil); err != nil {
+	if s.rowGroups, err = p.rowGroupList(r.NumRowGroups()); err != nil {
 		return nil, err
 	}
 	return s, nil
