@@ -53,7 +53,15 @@ func Open(ctx context.Context, src verify.Source, keys reader.KeyResolver, opts 
 		if !registered.Load() {
 			return nil
 		}
-		return defineMacro(execer)
+		err := defineMacro(execer)
+		if err != nil && failsEveryStatement(execer) {
+			// duckdb-go closes a connection whose initializer fails, and
+			// closing one may abort the process when DuckDB fails every
+			// statement (see Close): keep it; it fails every query, as
+			// every other connection does.
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sopsql: opening DuckDB: %w", err)
@@ -102,6 +110,13 @@ func (d *DB) init(ctx context.Context, opts []Option, registered *atomic.Bool) e
 		}
 	}
 	return nil
+}
+
+// failsEveryStatement reports whether DuckDB fails even SELECT 1 on a
+// connection.
+func failsEveryStatement(execer driver.ExecerContext) bool {
+	_, err := execer.ExecContext(context.Background(), "SELECT 1", nil)
+	return err != nil
 }
 
 // lockDown is what LockDown sets, in this order.
