@@ -1,7 +1,7 @@
 package sopsql
 
 import (
-	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,23 +64,23 @@ func BenchmarkScan(b *testing.B) {
 	defer rec.Release()
 	st := newStore(b)
 	id := st.write(b, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(int64(max(rows/8, 1)))).StorageID
-	db := openDB(b, st, st)
-	ctx := context.Background()
 	// For context, not for the ratios: DuckDB reading the same rows from
 	// plaintext Parquet it wrote itself (zstd, the same row groups), which
 	// shows what decryption costs DuckDB.
 	plain := filepath.Join(b.TempDir(), "plain.parquet")
-	exec(b, db.SQL(), fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (COMPRESSION zstd, ROW_GROUP_SIZE %d)",
+	exec(b, openNative(b, 0), fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (COMPRESSION zstd, ROW_GROUP_SIZE %d)",
 		nativeScan(st, id), sqlString(plain), max(rows/8, 1)))
 	plainScan := "read_parquet(" + sqlString(plain) + ")"
 	for _, q := range benchQueries {
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/threads=%d", q.name, threads), func(b *testing.B) {
-				exec(b, db.SQL(), fmt.Sprintf("SET threads = %d", threads))
-				run := func(from string) (time.Duration, time.Duration) {
+				// sop_scan on a DB, DuckDB's own reads on a plain
+				// database, each with threads threads.
+				db, nativeDB := openDB(b, st, st, WithThreads(threads)), openNative(b, threads)
+				run := func(db *sql.DB, from string) (time.Duration, time.Duration) {
 					c0, t0 := cpuTime(), time.Now()
-					res, err := db.Query(ctx, fmt.Sprintf(q.sql, from))
-					if err != nil || len(res.Rows) != 1 {
+					rows, err := queryErr(db, fmt.Sprintf(q.sql, from))
+					if err != nil || len(rows) != 1 {
 						b.Fatalf("%s: %v", from, err)
 					}
 					return time.Since(t0), cpuTime() - c0
@@ -90,13 +90,13 @@ func BenchmarkScan(b *testing.B) {
 				for b.Loop() {
 					var sw, sc, nw, nc time.Duration
 					if i%2 == 0 {
-						sw, sc = run(sopScan(id))
-						nw, nc = run(nativeScan(st, id))
+						sw, sc = run(db.SQL(), sopScan(id))
+						nw, nc = run(nativeDB, nativeScan(st, id))
 					} else {
-						nw, nc = run(nativeScan(st, id))
-						sw, sc = run(sopScan(id))
+						nw, nc = run(nativeDB, nativeScan(st, id))
+						sw, sc = run(db.SQL(), sopScan(id))
 					}
-					pw, _ := run(plainScan)
+					pw, _ := run(nativeDB, plainScan)
 					i++
 					wall = append(wall, float64(sw)/float64(nw))
 					cpu = append(cpu, float64(sc)/float64(nc))

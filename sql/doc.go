@@ -41,7 +41,21 @@
 // # Using it
 //
 // [Open] makes an in-memory DuckDB database with the functions registered,
-// optionally with a view per object; [DB.Query] runs a statement and returns
-// a [Result], which prints as a table, CSV or JSON ([Result.Write]).
-// [Register] installs the functions on a database the caller opened.
+// optionally with a view per object; [DB.QueryRows] runs a statement and
+// reads its rows one at a time, which a [Printer] writes as they come as a
+// table, CSV or JSON ([Printer.PrintRows]); [DB.Query] returns the whole
+// [Result]. [Register] installs the functions on a database the caller
+// opened.
+//
+// # What a query cannot do
+//
+// The rows a query sees are decrypted: they must not leave the process by
+// another way than the query's result. Open closes the session before any
+// query runs ([LockDown]): DuckDB has no temporary directory, so a query
+// that outgrows its memory limit fails instead of spilling decrypted rows
+// to disk; a query reads and writes no file of the host (COPY ... TO,
+// read_csv, ATTACH, EXPORT DATABASE all fail), installs, loads or
+// autoloads no extension, and reaches no network; and no SET, RESET or
+// PRAGMA can undo that. Any argument of sop_scan and sop_verify, NULL and
+// every type included, gives an error and never crashes the process.
 package sopsql

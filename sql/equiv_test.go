@@ -140,31 +140,33 @@ func equivalenceObjects(t *testing.T, st *store) []equivObject {
 func TestEquivalence(t *testing.T) {
 	st := newStore(t)
 	objs := equivalenceObjects(t, st)
-	db := openDB(t, st, st)
 	for _, threads := range []int{0, 1} {
+		var opts []Option
 		if threads > 0 {
-			exec(t, db.SQL(), fmt.Sprintf("SET threads = %d", threads))
+			opts = append(opts, WithThreads(threads))
 		}
+		db, native := openDB(t, st, st, opts...), openNative(t, threads)
 		for _, o := range objs {
 			t.Run(fmt.Sprintf("threads=%d/%s", threads, o.name), func(t *testing.T) {
-				checkEquivalent(t, db.SQL(), st, o.id)
+				checkEquivalent(t, db.SQL(), native, st, o.id)
 			})
 		}
 	}
 }
 
-// checkEquivalent compares sop_scan of id with read_parquet of its file.
-func checkEquivalent(t *testing.T, db *sql.DB, st *store, id storageid.ID) {
+// checkEquivalent compares sop_scan of id on db with read_parquet of its
+// file on native.
+func checkEquivalent(t *testing.T, db, native *sql.DB, st *store, id storageid.ID) {
 	t.Helper()
-	describe := func(from string) [][]any {
+	describe := func(db *sql.DB, from string) [][]any {
 		rows := query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")")
 		if len(rows) == 0 {
 			t.Fatalf("DESCRIBE %s: no columns", from)
 		}
 		return rows
 	}
-	compareRows(t, "DESCRIBE", describe(nativeScan(st, id)), describe(sopScan(id)))
-	want := query(t, db, "SELECT * FROM "+nativeScan(st, id))
+	compareRows(t, "DESCRIBE", describe(native, nativeScan(st, id)), describe(db, sopScan(id)))
+	want := query(t, native, "SELECT * FROM "+nativeScan(st, id))
 	got := query(t, db, "SELECT * FROM "+sopScan(id))
 	compareRows(t, "SELECT *", want, got)
 }
@@ -255,11 +257,11 @@ func TestDecimal256(t *testing.T) {
 	defer rec.Release()
 	st := newStore(t)
 	id := st.write(t, schema, []arrow.RecordBatch{rec}).StorageID
-	db := openDB(t, st, st).SQL()
-	describe := func(from string) [][]any {
+	db, nativeDB := openDB(t, st, st).SQL(), openNative(t, 0)
+	describe := func(db *sql.DB, from string) [][]any {
 		return query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")")
 	}
-	compareRows(t, "DESCRIBE", describe(nativeScan(st, id)), describe(sopScan(id)))
+	compareRows(t, "DESCRIBE", describe(nativeDB, nativeScan(st, id)), describe(db, sopScan(id)))
 	got := query(t, db, "SELECT * FROM "+sopScan(id))
 	col := rec.Column(0).(*array.Decimal256)
 	want := make([][]any, col.Len())
@@ -274,6 +276,6 @@ func TestDecimal256(t *testing.T) {
 		}
 	}
 	compareRows(t, "sop_scan", want, got)
-	native := query(t, db, "SELECT * FROM "+nativeScan(st, id)+" LIMIT 3")
+	native := query(t, nativeDB, "SELECT * FROM "+nativeScan(st, id)+" LIMIT 3")
 	t.Logf("written %v, sop_scan %v, read_parquet %v", want[:3], got[:3], native)
 }

@@ -6,9 +6,10 @@ import "errors"
 // verification (reader.ErrNoKey, verify.ErrVerify, pme.ErrAuth, ...) pass
 // through wrapped, so errors.Is matches them too.
 var (
-	// ErrArgument reports a bad argument to sop_scan or sop_verify: a
-	// storage_id that does not parse, a row group out of range or repeated,
-	// an empty list of row groups, a negative batch size.
+	// ErrArgument reports a bad argument to sop_scan or sop_verify: a NULL
+	// storage_id, an argument of the wrong type, a storage_id that does not
+	// parse, a row group out of range or repeated, an empty list of row
+	// groups, a negative batch size.
 	ErrArgument = errors.New("sopsql: invalid argument")
 	// ErrType reports a column whose Arrow type has no DuckDB mapping here
 	// (for example TIME with nanoseconds, which duckdb-go cannot write).

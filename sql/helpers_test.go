@@ -150,8 +150,27 @@ func openDB(t testing.TB, st *store, src verify.Source, opts ...Option) *DB {
 	return db
 }
 
+// openNative opens a plain DuckDB database, with one connection (so that a
+// SET applies to every query), for DuckDB's own read of the stored files
+// (nativeScan): a DB refuses that read, as it refuses every file access
+// from a query (LockDown).
+func openNative(t testing.TB, threads int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	exec(t, db, "SET TimeZone = 'UTC'")
+	if threads > 0 {
+		exec(t, db, fmt.Sprintf("SET threads = %d", threads))
+	}
+	return db
+}
+
 // nativeScan is DuckDB's own read of the stored file of id, given the DEK:
-// the unverified path.
+// the unverified path. It runs on a database from openNative.
 func nativeScan(st *store, id storageid.ID) string {
 	key := base64.StdEncoding.EncodeToString(st.keys[id].Bytes())
 	return fmt.Sprintf("read_parquet(%s, encryption_config = {footer_key_value: from_base64('%s')})", sqlString(st.path(id)), key)

@@ -59,18 +59,17 @@ func TestParallelRowGroups(t *testing.T) {
 	defer rec.Release()
 	st := newStore(t)
 	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rgRows)).StorageID
-	db := openDB(t, st, st)
-	conn, err := db.SQL().Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := duckdb.RegisterScalarUDF(conn, "tid", &threadID{seen: map[int]bool{}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, threads := range []int{1, 2} {
 		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
-			exec(t, db.SQL(), fmt.Sprintf("SET threads = %d", threads))
+			db := openDB(t, st, st, WithThreads(threads))
+			conn, err := db.SQL().Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := duckdb.RegisterScalarUDF(conn, "tid", &threadID{seen: map[int]bool{}}); err != nil {
+				t.Fatal(err)
+			}
 			got := query(t, db.SQL(), "SELECT count(*), count(DISTINCT id), sum(id)::BIGINT, count(DISTINCT tid(id)) FROM "+sopScan(id))
 			want := [][]any{{int64(rows), int64(rows), int64(rows * (rows - 1) / 2), int64(threads)}}
 			compareRows(t, "rows and threads", want, got)
@@ -134,7 +133,10 @@ func TestEarlyStop(t *testing.T) {
 	st := newStore(t)
 	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4)).StorageID
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	db := openDB(t, st, st, WithReaderOptions(reader.WithAllocator(mem)))
+	dbs := map[int]*DB{}
+	for _, threads := range []int{1, 2} {
+		dbs[threads] = openDB(t, st, st, WithReaderOptions(reader.WithAllocator(mem)), WithThreads(threads))
+	}
 	for _, c := range []struct {
 		query string
 		want  [][]any
@@ -144,8 +146,7 @@ func TestEarlyStop(t *testing.T) {
 		{"SELECT id FROM " + sopScan(id) + " WHERE id = 60000", [][]any{{int64(60000)}}},
 	} {
 		for _, threads := range []int{1, 2} {
-			exec(t, db.SQL(), fmt.Sprintf("SET threads = %d", threads))
-			res, err := db.Query(context.Background(), c.query)
+			res, err := dbs[threads].Query(context.Background(), c.query)
 			if err != nil {
 				t.Fatal(err)
 			}

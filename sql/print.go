@@ -11,8 +11,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -52,11 +50,17 @@ func ParseFormat(s string) (Format, error) {
 	return 0, fmt.Errorf("%w: %q (want table, csv or json)", ErrFormat, s)
 }
 
-// A Printer writes Results.
+// A Printer writes Results, or rows as a query returns them (PrintRows).
 //
 // Values appear as DuckDB's CAST(... AS VARCHAR) renders them (in the table
 // and CSV; JSON keeps numbers, booleans, lists, structs and maps as JSON),
 // TIMESTAMP WITH TIME ZONE in UTC.
+//
+// CSV and JSON are written a row at a time. A table holds the rows it needs
+// to size its columns: at most MaxRows rows, or with MaxRows 0 the first
+// 1,000, after which it is written a row at a time in the widths those rows
+// set (a later, wider value pushes the rest of its row to the right; it is
+// never cut, unless MaxWidth says so).
 type Printer struct {
 	Format Format
 	// MaxRows, for Table, is the most rows shown: above it the first and
@@ -68,6 +72,19 @@ type Printer struct {
 	MaxWidth int
 }
 
+// A RowSource is a result read a row at a time, as *Rows reads one: the
+// Printer writes each row as it comes, and holds only the rows a table
+// needs (see Printer).
+type RowSource interface {
+	Columns() []Column
+	// Next advances to the next row; false at the end or on an error.
+	Next() bool
+	// Row is the current row, valid until the next call to Next.
+	Row() []any
+	// Err is the error that ended the rows, if any.
+	Err() error
+}
+
 // Write writes r in format f, every row.
 func (r *Result) Write(w io.Writer, f Format) error {
 	return Printer{Format: f}.Print(w, r)
@@ -75,44 +92,67 @@ func (r *Result) Write(w io.Writer, f Format) error {
 
 // Print writes r.
 func (p Printer) Print(w io.Writer, r *Result) error {
+	return p.PrintRows(w, &resultRows{r: r, i: -1})
+}
+
+// resultRows reads a Result as a RowSource.
+type resultRows struct {
+	r *Result
+	i int
+}
+
+func (s *resultRows) Columns() []Column { return s.r.Columns }
+func (s *resultRows) Next() bool        { s.i++; return s.i < len(s.r.Rows) }
+func (s *resultRows) Row() []any        { return s.r.Rows[s.i] }
+func (s *resultRows) Err() error        { return nil }
+
+// PrintRows writes the rows of src as they come. It returns src's error
+// after the rows that came before it (the caller decides what a partial
+// output means; a table whose rows fail before it is sized prints
+// nothing), and the first error writing to w.
+func (p Printer) PrintRows(w io.Writer, src RowSource) error {
 	bw := bufio.NewWriter(w)
 	var err error
 	switch p.Format {
 	case Table:
-		err = p.table(bw, r)
+		err = p.table(bw, src)
 	case CSV:
-		err = writeCSV(bw, r)
+		err = writeCSV(bw, src)
 	case JSON:
-		err = writeJSON(bw, r)
+		err = writeJSON(bw, src)
 	default:
 		return fmt.Errorf("%w: %v", ErrFormat, p.Format)
 	}
 	if err != nil {
 		return err
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return src.Err()
 }
 
-func columnTypes(r *Result) []*sqlType {
-	types := make([]*sqlType, len(r.Columns))
-	for i, c := range r.Columns {
+func columnTypes(cols []Column) []*sqlType {
+	types := make([]*sqlType, len(cols))
+	for i, c := range cols {
 		types[i] = parseType(c.Type)
 	}
 	return types
 }
 
-func writeCSV(w io.Writer, r *Result) error {
+func writeCSV(w io.Writer, src RowSource) error {
 	cw := csv.NewWriter(w)
-	rec := make([]string, len(r.Columns))
-	for i, c := range r.Columns {
+	cols := src.Columns()
+	rec := make([]string, len(cols))
+	for i, c := range cols {
 		rec[i] = c.Name
 	}
 	if err := cw.Write(rec); err != nil {
 		return err
 	}
-	types := columnTypes(r)
-	for _, row := range r.Rows {
-		for i, v := range row {
+	types := columnTypes(cols)
+	for src.Next() {
+		for i, v := range src.Row() {
 			rec[i] = ""
 			if v != nil {
 				rec[i] = valueText(v, types[i])
@@ -126,20 +166,22 @@ func writeCSV(w io.Writer, r *Result) error {
 	return cw.Error()
 }
 
-func writeJSON(w *bufio.Writer, r *Result) error {
-	types := columnTypes(r)
+// writeJSON writes the rows as one JSON array, 64 KiB at a time.
+func writeJSON(w *bufio.Writer, src RowSource) error {
+	cols := src.Columns()
+	types := columnTypes(cols)
 	var b bytes.Buffer
 	b.WriteByte('[')
-	for i, row := range r.Rows {
+	for i := 0; src.Next(); i++ {
 		if i > 0 {
 			b.WriteString(",\n")
 		}
 		b.WriteByte('{')
-		for j, v := range row {
+		for j, v := range src.Row() {
 			if j > 0 {
 				b.WriteByte(',')
 			}
-			jsonString(&b, r.Columns[j].Name)
+			jsonString(&b, cols[j].Name)
 			b.WriteByte(':')
 			jsonValue(&b, v, types[j])
 		}
@@ -237,225 +279,4 @@ func jsonFloat(b *bytes.Buffer, f float64, bits int) {
 		return
 	}
 	b.WriteString(strconv.FormatFloat(f, 'g', -1, bits))
-}
-
-// table writes the box-drawn table of the DuckDB shell.
-func (p Printer) table(w *bufio.Writer, r *Result) error {
-	n := len(r.Columns)
-	if n == 0 {
-		return nil
-	}
-	types := columnTypes(r)
-	// The rows shown: all, or the first and last halves of MaxRows.
-	shown := r.Rows
-	var tail [][]any
-	if p.MaxRows > 0 && len(r.Rows) > p.MaxRows {
-		half := max(p.MaxRows/2, 1)
-		shown, tail = r.Rows[:half], r.Rows[len(r.Rows)-half:]
-	}
-	render := func(rows [][]any) [][]string {
-		out := make([][]string, len(rows))
-		for i, row := range rows {
-			out[i] = make([]string, n)
-			for j, v := range row {
-				out[i][j] = p.cell(v, types[j])
-			}
-		}
-		return out
-	}
-	head, foot := render(shown), render(tail)
-	names := make([]string, n)
-	typeNames := make([]string, n)
-	widths := make([]int, n)
-	for j, c := range r.Columns {
-		names[j] = p.clip(escapeControl(c.Name))
-		typeNames[j] = p.clip(types[j].display())
-		widths[j] = max(textWidth(names[j]), textWidth(typeNames[j]), 1)
-	}
-	for _, rows := range [][][]string{head, foot} {
-		for _, row := range rows {
-			for j, s := range row {
-				widths[j] = max(widths[j], textWidth(s))
-			}
-		}
-	}
-	var note string
-	switch {
-	case tail != nil:
-		note = fmt.Sprintf("%d rows (%d shown)", len(r.Rows), len(shown)+len(tail))
-	case len(r.Rows) == 0:
-		note = "0 rows"
-	}
-	inner := 3*n - 1 // between the outer borders: " x │ y "
-	for _, wd := range widths {
-		inner += wd
-	}
-	if need := textWidth(note) + 2; need > inner {
-		widths[n-1] += need - inner
-		inner = need
-	}
-
-	line := func(left, mid, right string) {
-		w.WriteString(left)
-		for j, wd := range widths {
-			if j > 0 {
-				w.WriteString(mid)
-			}
-			w.WriteString(strings.Repeat("─", wd+2))
-		}
-		w.WriteString(right)
-		w.WriteByte('\n')
-	}
-	row := func(cells []string, align func(j int) int) {
-		w.WriteString("│")
-		for j, s := range cells {
-			if j > 0 {
-				w.WriteString("│")
-			}
-			w.WriteByte(' ')
-			w.WriteString(pad(s, widths[j], align(j)))
-			w.WriteByte(' ')
-		}
-		w.WriteString("│\n")
-	}
-	center := func(int) int { return 0 }
-	values := func(j int) int {
-		if types[j].numeric() {
-			return 1
-		}
-		return -1
-	}
-	line("┌", "┬", "┐")
-	row(names, center)
-	row(typeNames, center)
-	if len(head) > 0 {
-		line("├", "┼", "┤")
-	}
-	for _, cells := range head {
-		row(cells, values)
-	}
-	if tail != nil {
-		dots := make([]string, n)
-		for j := range dots {
-			dots[j] = "·"
-		}
-		for range 3 {
-			row(dots, center)
-		}
-		for _, cells := range foot {
-			row(cells, values)
-		}
-	}
-	if note != "" {
-		line("├", "┴", "┤")
-		w.WriteString("│ ")
-		w.WriteString(pad(note, inner-2, -1))
-		w.WriteString(" │\n")
-		w.WriteString("└" + strings.Repeat("─", inner) + "┘\n")
-		return nil
-	}
-	line("└", "┴", "┘")
-	return nil
-}
-
-// cell is a value's text in a table cell.
-func (p Printer) cell(v any, t *sqlType) string {
-	if v == nil {
-		return "NULL"
-	}
-	return p.clip(escapeControl(valueText(v, t)))
-}
-
-// clip shortens s to MaxWidth columns, ending it in "…".
-func (p Printer) clip(s string) string {
-	if p.MaxWidth <= 0 || textWidth(s) <= p.MaxWidth {
-		return s
-	}
-	var b strings.Builder
-	wd := 0
-	for _, r := range s {
-		rw := runeWidth(r)
-		if wd+rw > p.MaxWidth-1 {
-			break
-		}
-		b.WriteRune(r)
-		wd += rw
-	}
-	b.WriteString("…")
-	return b.String()
-}
-
-// escapeControl writes control characters as the DuckDB shell does in a
-// table: \n, \t, \r, ... and \x.. for the others.
-func escapeControl(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r < 32 || r == 127 }) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 32 || r == 127:
-			fmt.Fprintf(&b, `\x%02X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// pad pads s to width columns: align < 0 left, 0 centered, > 0 right.
-func pad(s string, width, align int) string {
-	gap := width - textWidth(s)
-	if gap <= 0 {
-		return s
-	}
-	switch {
-	case align < 0:
-		return s + strings.Repeat(" ", gap)
-	case align > 0:
-		return strings.Repeat(" ", gap) + s
-	}
-	return strings.Repeat(" ", gap/2) + s + strings.Repeat(" ", gap-gap/2)
-}
-
-// textWidth is the width of s on a terminal: combining marks take none,
-// East Asian wide characters and emoji two columns.
-func textWidth(s string) int {
-	if isASCII(s) {
-		return len(s)
-	}
-	n := 0
-	for _, r := range s {
-		n += runeWidth(r)
-	}
-	return n
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-func runeWidth(r rune) int {
-	switch {
-	case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == 0x200B:
-		return 0
-	case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0x303E, r >= 0x3041 && r <= 0x33FF,
-		r >= 0x3400 && r <= 0x4DBF, r >= 0x4E00 && r <= 0x9FFF, r >= 0xA000 && r <= 0xA4CF,
-		r >= 0xAC00 && r <= 0xD7A3, r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F,
-		r >= 0xFF00 && r <= 0xFF60, r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1F64F,
-		r >= 0x1F900 && r <= 0x1F9FF, r >= 0x20000 && r <= 0x3FFFD:
-		return 2
-	}
-	return 1
 }

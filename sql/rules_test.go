@@ -175,7 +175,7 @@ func TestFooterIsNotAnAnswer(t *testing.T) {
 			// DuckDB's own reader, given the file and the DEK, answers from
 			// the footer: count(ok) from null_count, and with the row
 			// counts, 7 rows per row group.
-			native, err := queryErr(db.SQL(), q(nativeScan(st, id)))
+			native, err := queryErr(openNative(t, 0), q(nativeScan(st, id)))
 			if err != nil {
 				t.Fatalf("read_parquet: %v", err)
 			}
@@ -323,7 +323,7 @@ func TestRearrangedObject(t *testing.T) {
 	// group 2. With one thread, the row groups before it went through.
 	for _, threads := range []int{1, 2} {
 		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
-			exec(t, db.SQL(), fmt.Sprintf("SET threads = %d", threads))
+			db := openDB(t, st, st, WithThreads(threads))
 			o := registerObserver(t, db.SQL())
 			q := "SELECT count(*) FROM " + sopScan(id) + " WHERE observe(id) AND customer IS NOT NULL"
 			if _, err := db.Query(context.Background(), q); !errors.Is(err, verify.ErrVerify) {
@@ -342,7 +342,7 @@ func TestRearrangedObject(t *testing.T) {
 	}
 
 	// DuckDB's own reader: every row, no error, wrong customers.
-	got := query(t, db.SQL(), "SELECT id, customer FROM "+nativeScan(st, id)+" ORDER BY id")
+	got := query(t, openNative(t, 0), "SELECT id, customer FROM "+nativeScan(st, id)+" ORDER BY id")
 	if len(got) != rows {
 		t.Fatalf("read_parquet returned %d rows, want %d", len(got), rows)
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/sovm/sop-pme/reader"
-	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 )
 
@@ -24,87 +21,15 @@ import (
 const (
 	ScanFunction   = "sop_scan"
 	VerifyFunction = "sop_verify"
-	// ScanImplFunction is the table function behind the sop_scan macro:
-	// sop_scan_impl(storage_id VARCHAR, row_groups VARCHAR, batch_size
-	// BIGINT), where row_groups is '' (every row group) or a list cast to
-	// VARCHAR ('[0, 2]'), and batch_size 0 is the reader's default.
-	//
-	// duckdb-go v2.10506.0 fails the bind of a table function when a named
-	// argument is left out ("unsupported data type: INVALID"; duckdb/duckdb-go
-	// pull request 130, open) and cannot read a LIST argument, so the named
-	// arguments of sop_scan are those of a table macro.
-	ScanImplFunction = "sop_scan_impl"
 )
-
-// scanMacro defines sop_scan, with its named arguments, over sop_scan_impl.
-// It is a TEMP macro: it lives in the connection, not in the database, so
-// that it is never written into a database file.
-const scanMacro = `CREATE OR REPLACE TEMP MACRO ` + ScanFunction + `(storage_id, row_groups := NULL, batch_size := NULL) AS TABLE
-	SELECT * FROM ` + ScanImplFunction + `(storage_id, coalesce(CAST(row_groups AS VARCHAR), ''), coalesce(batch_size, 0))`
-
-// An Option configures Register and Open.
-type Option func(*config) error
-
-type config struct {
-	readerOpts []reader.Option
-	views      []view
-	dsn        string
-}
-
-type view struct {
-	name string
-	id   storageid.ID
-}
-
-// WithReaderOptions passes options to reader.Open for every object a
-// function opens (for example reader.WithMaxFooterSize).
-func WithReaderOptions(opts ...reader.Option) Option {
-	return func(c *config) error {
-		c.readerOpts = append(c.readerOpts, opts...)
-		return nil
-	}
-}
-
-// WithView makes Open create a view name, defined as SELECT * FROM
-// sop_scan('<id>'). DuckDB binds sop_scan when Open creates the view, which
-// opens the object and verifies its footer (not its rows); each query over
-// the view opens and verifies the object anew. An error creating the view
-// crosses DuckDB as text; use DB.CreateView under TrackErrors where the
-// error must match the library's sentinels.
-func WithView(name string, id storageid.ID) Option {
-	return func(c *config) error {
-		if name == "" {
-			return fmt.Errorf("%w: empty view name", ErrOption)
-		}
-		c.views = append(c.views, view{name, id})
-		return nil
-	}
-}
-
-// WithDSN makes Open open the DuckDB database dsn (a file path, with
-// duckdb-go's ?option=value settings) instead of a fresh in-memory one.
-func WithDSN(dsn string) Option {
-	return func(c *config) error {
-		c.dsn = dsn
-		return nil
-	}
-}
-
-func newConfig(opts []Option) (config, error) {
-	var cfg config
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return config{}, err
-		}
-	}
-	return cfg, nil
-}
 
 // Register installs two table functions on the DuckDB database conn belongs
 // to (table functions live in DuckDB's system catalog: every connection of
 // the database sees them), and the sop_scan macro on conn only (a TEMP
 // macro, never written to a database file; Open defines it on every
-// connection of its pool).
+// connection of its pool). It leaves the database's settings as they are:
+// call LockDown once they are made, so that no query can reconfigure
+// DuckDB, spill, or reach the host (Open does).
 //
 //	sop_scan('<storage_id>' [, row_groups := [i, ...]] [, batch_size := n])
 //
@@ -117,10 +42,19 @@ func newConfig(opts []Option) (config, error) {
 // reader decodes at once (0: the reader's default). Each query opens the
 // object anew, and verifies its footer anew.
 //
+// Arguments: storage_id is a string, row_groups a list of integers,
+// batch_size an integer; NULL leaves row_groups and batch_size at their
+// defaults. Any other argument, NULL storage_id and every type included,
+// fails the query with ErrArgument, which names the argument and its type;
+// none can crash the process (see nullarg.go for the duckdb-go defect this
+// works around, which a NULL argument to any Go table function would
+// otherwise hit).
+//
 // Projection pushdown: a query reads the footer and the column chunks of
 // the columns it uses (for a count(*), DuckDB asks for the first column,
-// whose chunks are read to count the rows they hold), no others. An object whose top-level fields lack Parquet
-// field IDs (a DuckDB file written without FIELD_IDS) is read whole.
+// whose chunks are read to count the rows they hold), no others. An object
+// whose top-level fields lack Parquet field IDs (a DuckDB file written
+// without FIELD_IDS) is read whole.
 //
 // Parallelism: each DuckDB thread reads the next row group nobody has read
 // yet, so a query runs on up to as many threads as it reads row groups.
@@ -181,18 +115,20 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 		return err
 	}
 	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts}
-	bigint := typeInfo(duckdb.TYPE_BIGINT)
+	varchar := typeInfo(duckdb.TYPE_VARCHAR)
 	scan := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
-			Arguments: []duckdb.TypeInfo{typeInfo(duckdb.TYPE_VARCHAR), typeInfo(duckdb.TYPE_VARCHAR), bigint},
+			// storage_id, row_groups and batch_size, each as text and type
+			// (scanMacro).
+			Arguments: []duckdb.TypeInfo{varchar, varchar, varchar, varchar, varchar, varchar},
 		},
 		BindArgumentsContext: fn.bindScan,
 	}
-	if err := duckdb.RegisterTableUDF(conn, ScanImplFunction, scan); err != nil {
-		return fmt.Errorf("sopsql: registering %s: %w", ScanImplFunction, err)
+	if err := duckdb.RegisterTableUDF(conn, ScanFunction, scan); err != nil {
+		return fmt.Errorf("sopsql: registering %s: %w", ScanFunction, err)
 	}
 	ver := duckdb.RowTableFunction{
-		Config:               duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{typeInfo(duckdb.TYPE_VARCHAR)}},
+		Config:               duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{varchar}},
 		BindArgumentsContext: fn.bindVerify,
 	}
 	if err := duckdb.RegisterTableUDF(conn, VerifyFunction, ver); err != nil {
@@ -208,7 +144,7 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 }
 
 // defineMacro defines the sop_scan macro on a connection. DuckDB binds a
-// table macro's body when it is created, so sop_scan_impl must be
+// table macro's body when it is created, so the table function must be
 // registered first.
 func defineMacro(execer driver.ExecerContext) error {
 	if _, err := execer.ExecContext(context.Background(), scanMacro, nil); err != nil {
@@ -224,78 +160,29 @@ type functions struct {
 	readerOpts []reader.Option
 }
 
-// open parses a storage_id argument and opens the object.
-func (fn *functions) open(ctx context.Context, args []any) (*reader.Reader, error) {
-	if len(args) < 1 {
-		return nil, fmt.Errorf("%w: want a storage_id argument", ErrArgument)
-	}
-	s, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("%w: storage_id must be a string", ErrArgument)
-	}
-	id, err := storageid.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: storage_id %q: %w", ErrArgument, s, err)
-	}
-	return reader.Open(ctx, fn.src, id, fn.keys, fn.readerOpts...)
-}
-
 func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ...any) (_ duckdb.ParallelChunkTableSource, err error) {
 	sink := sinkFrom(ctx)
 	defer func() { sink.add(err) }()
-	r, err := fn.open(ctx, args)
+	// Every argument is checked before the object is opened.
+	p, err := parseScanArgs(args)
 	if err != nil {
 		return nil, err
 	}
-	s := &scanSource{ctx: ctx, r: r, sink: sink}
+	r, err := fn.open(ctx, p.id)
+	if err != nil {
+		return nil, err
+	}
+	s := &scanSource{ctx: ctx, r: r, sink: sink, batch: p.batch}
 	if s.cols, err = columns(r.Schema()); err != nil {
 		return nil, fmt.Errorf("sopsql: object %s: %w", r.ID(), err)
 	}
 	if len(s.cols) == 0 {
 		return nil, fmt.Errorf("%w: object %s has no columns", ErrType, r.ID())
 	}
-	if len(args) != 3 {
-		return nil, fmt.Errorf("%w: %d arguments", ErrArgument, len(args))
-	}
-	list, _ := args[1].(string)
-	if s.rowGroups, err = rowGroups(list, r.NumRowGroups()); err != nil {
+	if s.rowGroups, err = p.rowGroupList(r.NumRowGroups()); err != nil {
 		return nil, err
 	}
-	if n, ok := args[2].(int64); !ok || n < 0 {
-		return nil, fmt.Errorf("%w: batch_size %v", ErrArgument, args[2])
-	} else if n > 0 {
-		s.batch = n
-	}
 	return s, nil
-}
-
-// rowGroups parses the row_groups argument as the macro passes it: "" for
-// every row group, or a list cast to VARCHAR, such as "[0, 2]".
-func rowGroups(arg string, n int) ([]int, error) {
-	if arg == "" {
-		rgs := make([]int, n)
-		for i := range rgs {
-			rgs[i] = i
-		}
-		return rgs, nil
-	}
-	list, open := strings.CutPrefix(arg, "[")
-	list, closed := strings.CutSuffix(list, "]")
-	if !open || !closed || strings.TrimSpace(list) == "" {
-		return nil, fmt.Errorf("%w: row_groups %s: want a non-empty list of row group indices", ErrArgument, arg)
-	}
-	var rgs []int
-	for _, v := range strings.Split(list, ",") {
-		i, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || i < 0 || i >= int64(n) {
-			return nil, fmt.Errorf("%w: row group %q of %d", ErrArgument, v, n)
-		}
-		if slices.Contains(rgs, int(i)) {
-			return nil, fmt.Errorf("%w: row group %d given twice", ErrArgument, i)
-		}
-		rgs = append(rgs, int(i))
-	}
-	return rgs, nil
 }
 
 // scanSource is one sop_scan in one query: duckdb-go's parallel chunk table
@@ -492,7 +379,10 @@ func (ls *scanLocal) close() {
 func (fn *functions) bindVerify(ctx context.Context, _ map[string]any, args ...any) (_ duckdb.RowTableSource, err error) {
 	sink := sinkFrom(ctx)
 	defer func() { sink.add(err) }()
-	r, err := fn.open(ctx, args)
+	if len(args) != 1 {
+		return nil, fmt.Errorf("%w: %d arguments", ErrArgument, len(args))
+	}
+	r, err := fn.open(ctx, args[0])
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestValueText(t *testing.T) {
 		for i, c := range cols {
 			casts[i] = fmt.Sprintf("CAST(%s AS VARCHAR)", quoteIdent(c[0].(string)))
 		}
-		res, err := (&DB{db: db}).query(context.Background(), "SELECT * FROM "+from, nil)
+		res, err := (&DB{db: db}).Query(context.Background(), "SELECT * FROM "+from)
 		if err != nil {
 			t.Fatal(err)
 		}

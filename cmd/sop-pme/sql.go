@@ -17,12 +17,6 @@ import (
 // with the duckdb tag, links DuckDB (cgo) through the sql module.
 const sqlBuilt = true
 
-// sqlDSN is the DuckDB database a query runs in: in memory, with no
-// temporary directory, so that DuckDB never spills decrypted rows to disk
-// (a query that outgrows its memory limit fails instead), and without
-// installing extensions, which would write under the home directory.
-const sqlDSN = "?temp_directory=&autoinstall_known_extensions=false"
-
 // sqlTableRows is how many rows a table shows on a terminal, as the DuckDB
 // shell does.
 const sqlTableRows = 40
@@ -67,7 +61,11 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 		return err
 	}
 	defer k.Close()
-	db, err := sopsql.Open(ctx, st, k.ring, sopsql.WithDSN(sqlDSN))
+	// An in-memory database, locked down by Open: no spill directory (a
+	// query that outgrows DuckDB's memory limit fails instead of writing
+	// decrypted rows to disk), no file of the host read or written, no
+	// extension, no SET.
+	db, err := sopsql.Open(ctx, st, k.ring)
 	if err != nil {
 		return sqlFailure(ctx, err)
 	}
@@ -81,14 +79,24 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 			return sqlFailure(ctx, wrap(err))
 		}
 	}
-	// DB.Query tracks the errors of sop_scan and sop_verify, so that a
-	// verification failure inside DuckDB still matches verify.ErrVerify;
-	// it returns no row when the query fails.
-	res, err := db.Query(ctx, query)
+	// DB.QueryRows tracks the errors of sop_scan and sop_verify, so that a
+	// verification failure inside DuckDB still matches verify.ErrVerify.
+	// DuckDB runs the query to its end before the first row comes, so a
+	// query that fails prints no row; the rows are then printed as they
+	// are read, one at a time.
+	rows, err := db.QueryRows(ctx, query)
 	if err != nil {
 		return sqlFailure(ctx, err)
 	}
-	return p.Print(a.stdout, res)
+	defer rows.Close()
+	if err := p.PrintRows(a.stdout, rows); err != nil {
+		var qe *sopsql.QueryError
+		if errors.As(err, &qe) {
+			return sqlFailure(ctx, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // storageIDText finds a storage_id in an error's text.

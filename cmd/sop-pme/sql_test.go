@@ -180,14 +180,13 @@ func TestSQL(t *testing.T) {
 		t.Errorf("sop_verify:\n%s", r)
 	}
 
-	// Decrypted rows never go to disk: with no temporary directory, a
-	// query that outgrows DuckDB's memory fails instead of spilling (with
-	// one, DuckDB spills and answers, and removes its files at exit).
-	// Statements run in turn; the last one's result is printed.
-	e.fails(exitFailure, []string{"Out of Memory Error", "no temporary directory"}, "sql",
-		"SET memory_limit = '16MB'; SELECT count(*) FROM (SELECT * FROM range(4000000) t(i) ORDER BY hash(i))")
-	r = e.ok("sql", "--csv", "SELECT current_setting('temp_directory') AS tmp, current_setting('autoinstall_known_extensions') AS install")
-	if r.stdout != "tmp,install\n,false\n" {
+	// Decrypted rows never go to disk: DuckDB has no temporary directory
+	// (TestSQLLockDown: and a query cannot give it one), installs no
+	// extension and reaches no file. Statements run in turn; the last
+	// one's result is printed.
+	r = e.ok("sql", "--csv", "SELECT 1 AS one; SELECT current_setting('temp_directory') AS tmp, current_setting('autoinstall_known_extensions') AS install, "+
+		"current_setting('enable_external_access') AS files, current_setting('lock_configuration') AS locked")
+	if r.stdout != "tmp,install,files,locked\n,false,false,true\n" {
 		t.Errorf("DuckDB settings:\n%s", r)
 	}
 
@@ -299,5 +298,76 @@ func TestSQLErrors(t *testing.T) {
 		{"sql", "SELECT * FROM sop_verify('" + id + "')"},
 	} {
 		noRows(e.fails(exitVerify, damaged, args...))
+	}
+}
+
+// TestSQLLockDown: a query cannot reconfigure DuckDB, spill, reach a file of
+// the host or install an extension: each statement fails with one line,
+// and no file appears anywhere (the store, the configuration, the home, the
+// working directory, the directories the statements name).
+func TestSQLLockDown(t *testing.T) {
+	e, id := sqlEnv(t)
+	dir := t.TempDir()
+	host := filepath.Join(dir, "host.csv")
+	if err := os.WriteFile(host, []byte("a,b\n1,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spill := filepath.Join(dir, "spill")
+	if err := os.Mkdir(spill, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	roots := []string{filepath.Dir(e.store), dir}
+	before := tree(t, roots...)
+	path := func(name string) string { return "'" + filepath.Join(dir, name) + "'" }
+	sort := "SELECT count(*) FROM (SELECT * FROM range(4000000) t(i) ORDER BY hash(i))"
+	for _, c := range []struct{ query, want string }{
+		// The spill of issue 14: a low memory limit and a temporary
+		// directory, then a sort that outgrows the limit.
+		{"SET memory_limit = '16MB'; SET temp_directory = '" + spill + "'; " + sort, "the configuration has been locked"},
+		{"SET temp_directory = '" + spill + "'", "the configuration has been locked"},
+		{"RESET temp_directory", "the configuration has been locked"},
+		{"SET lock_configuration = false", "the configuration has been locked"},
+		{"COPY (SELECT * FROM sop_scan('" + id + "')) TO " + path("out.csv"), "Permission Error"},
+		{"COPY (SELECT * FROM sop_scan('" + id + "')) TO " + path("out.parquet") + " (FORMAT parquet)", "Permission Error"},
+		{"SELECT * FROM read_csv('" + host + "')", "Permission Error"},
+		{"SELECT * FROM read_text('/etc/hostname')", "Permission Error"},
+		{"INSTALL httpfs", "Permission Error"},
+		{"LOAD httpfs", "Permission Error"},
+		{"ATTACH " + path("attached.db"), "Permission Error"},
+		{"EXPORT DATABASE " + path("export"), "Permission Error"},
+		// DuckDB 1.5.6 runs this despite the lock; the file is refused, the
+		// next statement fails, and closing DuckDB would abort: one line.
+		{"CALL enable_logging(storage := 'file', storage_path := " + path("logs") + "); SELECT 42", "Permission Error"},
+	} {
+		r := e.fails(exitFailure, []string{c.want}, "sql", c.query)
+		if r.stdout != "" {
+			t.Errorf("%s printed:\n%s", c.query, r.stdout)
+		}
+	}
+	if after := tree(t, roots...); !slices.Equal(before, after) {
+		t.Errorf("the queries created or changed files:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestSQLArguments: any argument of sop_scan and sop_verify, NULL and every
+// type included, is a usage error on one line that names the argument and
+// sop_scan, never a crash and never an internal name.
+func TestSQLArguments(t *testing.T) {
+	e, id := sqlEnv(t)
+	for _, c := range []struct{ query, want string }{
+		{"SELECT * FROM sop_scan(NULL)", "storage_id is NULL"},
+		{"SELECT * FROM sop_scan(NULL::VARCHAR)", "storage_id is NULL"},
+		{"SELECT * FROM sop_verify(NULL)", "storage_id is NULL"},
+		{"SELECT * FROM sop_scan(['" + id + "'])", "storage_id is of type VARCHAR[]"},
+		{"SELECT * FROM sop_scan('" + id + "', '" + id + "')", "row_groups is of type VARCHAR"},
+		{"SELECT * FROM sop_scan(42)", "storage_id is of type INTEGER"},
+		{"SELECT * FROM sop_scan('" + id + "', row_groups := [NULL])", `row_groups is of type "NULL"[]`},
+		{"SELECT * FROM sop_scan('" + id + "', batch_size := 'x')", "batch_size is of type VARCHAR"},
+		{"SELECT * FROM sop_verify(1)", "sop_verify(INTEGER)"},
+	} {
+		r := e.fails(exitUsage, []string{c.want}, "sql", c.query)
+		if strings.Contains(r.stderr, "impl") || r.stdout != "" {
+			t.Errorf("%s:\n%s", c.query, r)
+		}
 	}
 }

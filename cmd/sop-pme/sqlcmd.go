@@ -46,8 +46,11 @@ func (a *app) sqlCmd() *cobra.Command {
 		Long: `Sql runs DuckDB SQL over the objects of the store and prints the result of
 its last statement (statements are separated by ";"): a table, as the DuckDB
 shell prints one (at most 40 rows on a terminal, every row otherwise; see
---max-rows), or CSV or JSON. The whole result is read before any of it is
-printed: a query that fails prints no row.
+--max-rows), or CSV or JSON. DuckDB runs the query to its end before the first
+row is printed, so a query that fails prints no row; the rows are then printed
+as they are read, and the command holds one at a time (a table holds the rows
+it shows, or, showing every row, the first 1,000, which set its column widths:
+a wider value further down pushes the rest of its row to the right).
 
 Objects are tables through two functions:
   sop_scan('<storage_id>' [, row_groups := [0, 2]] [, batch_size := n])
@@ -70,9 +73,11 @@ and no row of its row group is printed.
 
 The store and the keyring are opened read-only. DuckDB runs in memory, with
 no temporary directory: it never spills decrypted rows to disk (a query that
-outgrows its memory limit fails instead), and it installs no extension. The
-command creates no file, unless the query itself does (COPY ... TO, SET
-temp_directory, INSTALL).
+outgrows its memory limit fails instead). A query cannot change that, nor any
+other setting (SET and RESET are refused), read or write a file of the host
+(COPY ... TO, read_csv, ATTACH, EXPORT DATABASE), or install or load an
+extension: the command creates no file and reaches no network. Rows leave
+only through standard output: redirect it (--csv > file), or use export.
 
 This command needs a build with DuckDB (cgo): ` + sqlInstallHint + `
 

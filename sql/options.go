@@ -1,0 +1,94 @@
+package sopsql
+
+import (
+	"fmt"
+
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
+)
+
+// An Option configures Register and Open.
+type Option func(*config) error
+
+type config struct {
+	readerOpts  []reader.Option
+	views       []view
+	dsn         string
+	threads     int
+	memoryLimit int64
+}
+
+type view struct {
+	name string
+	id   storageid.ID
+}
+
+// WithReaderOptions passes options to reader.Open for every object a
+// function opens (for example reader.WithMaxFooterSize).
+func WithReaderOptions(opts ...reader.Option) Option {
+	return func(c *config) error {
+		c.readerOpts = append(c.readerOpts, opts...)
+		return nil
+	}
+}
+
+// WithView makes Open create a view name, defined as SELECT * FROM
+// sop_scan('<id>'). DuckDB binds sop_scan when Open creates the view, which
+// opens the object and verifies its footer (not its rows); each query over
+// the view opens and verifies the object anew. An error creating the view
+// crosses DuckDB as text; use DB.CreateView under TrackErrors where the
+// error must match the library's sentinels.
+func WithView(name string, id storageid.ID) Option {
+	return func(c *config) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty view name", ErrOption)
+		}
+		c.views = append(c.views, view{name, id})
+		return nil
+	}
+}
+
+// WithDSN makes Open open the DuckDB database dsn (a file path, with
+// duckdb-go's ?option=value settings) instead of a fresh in-memory one.
+func WithDSN(dsn string) Option {
+	return func(c *config) error {
+		c.dsn = dsn
+		return nil
+	}
+}
+
+// WithThreads makes Open set DuckDB's threads to n (default: DuckDB's,
+// the number of cores). A query cannot change it (LockDown).
+func WithThreads(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("%w: %d threads", ErrOption, n)
+		}
+		c.threads = n
+		return nil
+	}
+}
+
+// WithMemoryLimit makes Open set DuckDB's memory_limit to bytes (default:
+// DuckDB's, 80 % of the machine's memory). A query that needs more fails:
+// DuckDB has no temporary directory to spill to (LockDown), and a query
+// cannot change the limit.
+func WithMemoryLimit(bytes int64) Option {
+	return func(c *config) error {
+		if bytes < 1 {
+			return fmt.Errorf("%w: memory limit %d bytes", ErrOption, bytes)
+		}
+		c.memoryLimit = bytes
+		return nil
+	}
+}
+
+func newConfig(opts []Option) (config, error) {
+	var cfg config
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return config{}, err
+		}
+	}
+	return cfg, nil
+}
