@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back.
 demo:
-	$(GO) build -C cmd/sop-pme -o $(CURDIR)/bin/sop-pme .
+	$(GO) build -C cmd/sop-pme -buildvcs=auto -o $(CURDIR)/bin/sop-pme .
 	./bin/sop-pme demo --store ./demo-store
 
 # go vet, the unit tests with -race (fuzz targets run their seed corpora),
