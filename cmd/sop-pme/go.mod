@@ -8,6 +8,7 @@ replace github.com/sovm/sop-pme/sql => ../../sql
 
 require (
 	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/creack/pty v1.1.24
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	github.com/gofrs/flock v0.13.2
 	github.com/klauspost/compress v1.19.2

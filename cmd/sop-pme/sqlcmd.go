@@ -8,7 +8,7 @@ import (
 )
 
 // sqlInstallHint is how to get a build with the sql command.
-const sqlInstallHint = "go install -tags duckdb -C cmd/sop-pme ."
+const sqlInstallHint = "go install -C cmd/sop-pme -tags duckdb ."
 
 // errNoSQL is what the sql command of a build without DuckDB returns.
 var errNoSQL = &cmdError{exitFailure, "this build has no SQL; build with: " + sqlInstallHint, nil}
