@@ -7,7 +7,9 @@ export CARGO_TARGET_DIR
 .PHONY: demo test vet unit purego interop sql cli bench fuzz
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
-# unpadded size and key_ref (never the DEK), then reads it back.
+# unpadded size and key_ref (never the DEK), then reads it back. Its KEK and
+# keyring are the user's defaults (the user configuration directory) unless
+# SOP_PME_KEK_FILE=DIR/kek says otherwise: SOP_PME_KEK_FILE=/tmp/d/kek make demo.
 demo:
 	$(GO) build -C cmd/sop-pme -buildvcs=auto -o $(CURDIR)/bin/sop-pme .
 	./bin/sop-pme demo --store ./demo-store

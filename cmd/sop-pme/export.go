@@ -55,7 +55,7 @@ its enclosing fields with it. A name is looked up first, then an ID.
   sop-pme export -s ./store ID --fields 2,3 --limit 10`,
 		Args: exactArgs(1, "one storage_id"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			arg, err := parseIDArg(args[0])
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,16 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				return err
 			}
 			defer k.Close()
+			ids, err := resolveIDs(ctx, st, []idArg{arg})
+			if err != nil {
+				return err
+			}
+			id := ids[0]
 			m := a.newMeter("export", -1)
+			if (out == "" || out == "-") && a.stdoutTTY && f != formats.Table {
+				// Rows stream to the terminal the bar would be drawn on.
+				m.bar = nil
+			}
 			r, err := reader.Open(ctx, countingSource{st, m}, id, k.ring)
 			if err != nil {
 				m.abort()
@@ -125,9 +134,17 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				return about(dest, err)
 			}
 			var rows int64
-			more := false
+			more := false // rows were cut: the object has more than limit
 			for rr.Next() {
 				rec := rr.RecordBatch()
+				if limit > 0 && rows >= limit {
+					// The limit fell on the end of a batch: the table says
+					// "the first rows" only if another batch has rows.
+					if more = rec.NumRows() > 0; more {
+						break
+					}
+					continue
+				}
 				if limit > 0 && rows+rec.NumRows() > limit {
 					rec = rec.NewSlice(0, limit-rows)
 					defer rec.Release()
@@ -138,7 +155,7 @@ its enclosing fields with it. A name is looked up first, then an ID.
 					return about(dest, err)
 				}
 				rows += rec.NumRows()
-				if limit > 0 && rows >= limit {
+				if more || limit > 0 && rows >= limit && table == nil {
 					break
 				}
 			}
@@ -150,8 +167,11 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				return about(id.String(), err)
 			}
 			if table != nil {
-				table.More = more || (limit > 0 && rows == limit)
+				table.More = more
 			}
+			// The bar goes before anything is drawn at the end: a table
+			// starts on a line of its own.
+			m.clear()
 			if err := o.Close(); err != nil {
 				m.abort()
 				return about(dest, err)

@@ -134,6 +134,19 @@ func TestExportOutputKinds(t *testing.T) {
 		isKind(t, fifo, fs.ModeNamedPipe)
 	})
 
+	t.Run("symlink to the command's stdout", func(t *testing.T) {
+		// As /dev/stdout is (through /dev/fd) a link to /proc/self/fd/1:
+		// here a link of the test's own, to the child's own stdout, a pipe
+		// the test reads.
+		link := filepath.Join(dir, "out")
+		os.Symlink("/proc/self/fd/1", link)
+		r := export(link)
+		if r.code != 0 || r.stdout != want {
+			t.Fatalf("export through a link to /proc/self/fd/1: stdout got %d bytes, want %d\n%.300s", len(r.stdout), len(want), r)
+		}
+		isKind(t, link, fs.ModeSymlink)
+	})
+
 	t.Run("character device", func(t *testing.T) {
 		p := filepath.Join(dir, "null")
 		// The null device's numbers (1, 3) on Linux: what is written goes

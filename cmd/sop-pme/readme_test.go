@@ -212,6 +212,15 @@ func runREADME(t *testing.T, bin string) {
 				t.Fatalf("README: %s printed no storage_id:\n%s", l.text, r)
 			}
 		}
+		if w[1] == "rm" {
+			// The object is gone: the lines after it use a new one.
+			r := runTTY(t, sop, work, vars, "", "import", "orders.parquet")
+			m := storageIDLine.FindStringSubmatch(r.stdout)
+			if r.code != 0 || m == nil {
+				t.Fatalf("importing orders.parquet again after %s: %s", l.text, r)
+			}
+			id = m[1]
+		}
 		ran++
 	}
 	if sop == "" || id == "" || ran < 10 {

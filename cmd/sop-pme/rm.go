@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/storageid"
 	"github.com/spf13/cobra"
 )
 
@@ -51,13 +50,9 @@ opens no later copy.
 			return nil
 		},
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			var ids []storageid.ID
-			for _, s := range args {
-				id, err := parseID(s)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
+			idArgs, err := parseIDArgs(args)
+			if err != nil {
+				return err
 			}
 			if !yes && !a.stdinTTY {
 				return usagef("rm deletes for good: give --yes (stdin is not a terminal to ask on)")
@@ -66,18 +61,27 @@ opens no later copy.
 			if err != nil {
 				return err
 			}
+			ctx := cmd.Context()
+			st, err := blobs.OpenDir(dir)
+			if err != nil {
+				return storeErr(dir, err)
+			}
+			ids, err := resolveIDs(ctx, st, idArgs)
+			if err != nil {
+				return err
+			}
 			if !yes {
+				for i, a2 := range idArgs {
+					if a2.prefix != "" {
+						fmt.Fprintf(a.stderr, "%s is %s\n", a2.text, ids[i])
+					}
+				}
 				fmt.Fprintf(a.stderr, "Forget the DEK of %d %s and delete %s from %s? This cannot be undone. [y/N] ",
 					len(ids), plural(len(ids), "object", "objects"), plural(len(ids), "it", "them"), dir)
 				line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 				if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 					return &cmdError{exitFailure, "nothing deleted", nil}
 				}
-			}
-			ctx := cmd.Context()
-			st, err := blobs.OpenDir(dir)
-			if err != nil {
-				return storeErr(dir, err)
 			}
 			k, err := ks.openRing(ctx, dir, ringWrite, a.stderr)
 			if err != nil {

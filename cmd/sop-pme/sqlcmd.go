@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"slices"
 	"strings"
 
 	"github.com/sovm/sop-pme/storageid"
@@ -131,9 +133,11 @@ func (f *sqlFlags) formatName() (string, error) {
 	return name, nil
 }
 
-// parseViews parses the --view flags: NAME=ID, each NAME once.
-func (f *sqlFlags) parseViews() ([]sqlView, error) {
+// parseViews parses the --view flags: NAME=ID, each NAME once, where ID may
+// be a unique prefix of a storage_id in the store (see resolveIDs).
+func (f *sqlFlags) parseViews(ctx context.Context) ([]sqlView, error) {
 	var views []sqlView
+	var args []idArg
 	seen := map[string]bool{}
 	for _, v := range f.views {
 		name, idText, ok := strings.Cut(v, "=")
@@ -141,9 +145,9 @@ func (f *sqlFlags) parseViews() ([]sqlView, error) {
 		if !ok || name == "" || idText == "" {
 			return nil, usagef("--view %q: want NAME=ID", v)
 		}
-		id, err := storageid.Parse(idText)
+		arg, err := parseIDArg(idText)
 		if err != nil {
-			return nil, usagef("--view %s: %q is not a storage_id (64 hex digits)", name, idText)
+			return nil, usagef("--view %s: %s", name, clean(err))
 		}
 		// DuckDB identifiers are case-insensitive.
 		key := strings.ToLower(name)
@@ -151,7 +155,22 @@ func (f *sqlFlags) parseViews() ([]sqlView, error) {
 			return nil, usagef("--view %s given twice", name)
 		}
 		seen[key] = true
-		views = append(views, sqlView{name, id})
+		views = append(views, sqlView{name: name, id: arg.id})
+		args = append(args, arg)
+	}
+	if !slices.ContainsFunc(args, func(a idArg) bool { return a.prefix != "" }) {
+		return views, nil
+	}
+	st, err := f.store.openReadOnly()
+	if err != nil {
+		return nil, err
+	}
+	ids, err := resolveIDs(ctx, st, args)
+	if err != nil {
+		return nil, err
+	}
+	for i := range views {
+		views[i].id = ids[i]
 	}
 	return views, nil
 }
