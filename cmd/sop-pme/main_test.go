@@ -146,6 +146,18 @@ func checkFailure(t *testing.T, r result, code int, want []string, args []string
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 	last := lines[len(lines)-1]
+	if i := slices.Index(args, "--json"); i >= 0 && !slices.Contains(args[:i], "--") {
+		// Under --json the error is a JSON object: {"error": the line
+		// less its prefix, "code": the exit code}. Check the line in it.
+		var je jsonError
+		dec := json.NewDecoder(strings.NewReader(last))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&je); err != nil || je.Code != r.code || je.Error == "" {
+			t.Errorf("sop-pme %s: under --json, the error line %q is not {\"error\": ..., \"code\": %d}: %v", strings.Join(args, " "), last, r.code, err)
+			return
+		}
+		last = "sop-pme: " + je.Error
+	}
 	if !strings.HasPrefix(last, "sop-pme: ") {
 		t.Errorf("sop-pme %s: the error line %q lacks the prefix", strings.Join(args, " "), last)
 	}
