@@ -50,6 +50,10 @@ Padmé size, named by the BLAKE3 hash of their bytes, their storage_id) in a
 directory store, and reads them back only through byte ranges verified against
 that storage_id.
 
+An ID, wherever a command takes one, is a storage_id (64 hex digits) or a
+unique prefix of one, of at least 8 hex digits; under --json, an error is
+one JSON object on stderr, {"error": "...", "code": N}.
+
 Install: ` + installHint,
 		SilenceErrors: true,
 		SilenceUsage:  true,

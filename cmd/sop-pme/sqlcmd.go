@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -165,12 +166,22 @@ func (f *sqlFlags) parseViews(ctx context.Context) ([]sqlView, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := resolveIDs(ctx, st, args)
-	if err != nil {
-		return nil, err
-	}
-	for i := range views {
-		views[i].id = ids[i]
+	for i, a := range args {
+		if a.prefix == "" {
+			continue
+		}
+		ids, err := resolveIDs(ctx, st, []idArg{a})
+		var ue *usageError
+		var ce *cmdError
+		switch {
+		case errors.As(err, &ue):
+			return nil, usagef("--view %s: %s", views[i].name, ue.msg)
+		case errors.As(err, &ce):
+			return nil, &cmdError{ce.code, "--view " + views[i].name + ": " + ce.msg, ce.err}
+		case err != nil:
+			return nil, err
+		}
+		views[i].id = ids[0]
 	}
 	return views, nil
 }
