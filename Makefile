@@ -7,9 +7,11 @@ export CARGO_TARGET_DIR
 .PHONY: demo test vet unit purego interop sql cli bench fuzz
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
-# unpadded size and key_ref (never the DEK), then reads it back.
+# unpadded size and key_ref (never the DEK), then reads it back. Its KEK and
+# keyring are the user's defaults (the user configuration directory) unless
+# SOP_PME_KEK_FILE=DIR/kek says otherwise: SOP_PME_KEK_FILE=/tmp/d/kek make demo.
 demo:
-	$(GO) build -C cmd/sop-pme -o $(CURDIR)/bin/sop-pme .
+	$(GO) build -C cmd/sop-pme -buildvcs=auto -o $(CURDIR)/bin/sop-pme .
 	./bin/sop-pme demo --store ./demo-store
 
 # go vet, the unit tests with -race (fuzz targets run their seed corpora),
@@ -45,10 +47,13 @@ sql:
 # cgo): the untagged run tests that the pure-Go build has none and links no
 # DuckDB; the tagged run builds sop-pme with DuckDB once and runs the SQL
 # tests through it (the others test the untagged binary, already run above).
+# The cgo-less build links the command and writes it nowhere: go build of
+# several packages (./...) discards what it builds, so no -o is needed (and
+# none points at a system path).
 cli:
 	cd cmd/sop-pme && $(GO) vet ./...
 	cd cmd/sop-pme && $(GO) test -race -count=1 ./...
-	cd cmd/sop-pme && CGO_ENABLED=0 $(GO) build -o /dev/null .
+	cd cmd/sop-pme && CGO_ENABLED=0 $(GO) build ./...
 	cd cmd/sop-pme && $(GO) vet -tags duckdb ./...
 	cd cmd/sop-pme && $(GO) test -tags duckdb -count=1 -run '^TestSQL' ./...
 

@@ -142,7 +142,7 @@ func (d *decoder) node(cv *[8]uint32, start, length uint64, flags uint32) error 
 	}
 	l, r := cvFromBytes(d.pair[:32]), cvFromBytes(d.pair[32:])
 	if parentCV(&l, &r, flags) != *cv {
-		return verifyError("parent of bytes [%d, %d) does not match", start, start+length)
+		return &RangeError{Off: start, Len: length, Proof: true}
 	}
 	mid := split(length)
 	if err := d.node(&l, start, mid, 0); err != nil {
@@ -191,13 +191,40 @@ func (d *decoder) bulk(cv *[8]uint32, start uint64, buf []byte, flags uint32) er
 	}
 	n, ok := hashSubtree(buf, start/guts.ChunkSize, pairs, d.par)
 	n.Flags |= flags
-	if guts.ChainingValue(n) != *cv {
-		return verifyError("bytes [%d, %d) do not match", start, start+uint64(len(buf)))
+	if guts.ChainingValue(n) == *cv && ok {
+		return nil
 	}
-	if !ok {
-		return verifyError("a parent in bytes [%d, %d) does not match", start, start+uint64(len(buf)))
+	// Name the first group, or parent pair, that does not match, as the
+	// group by group path (node and group) would have.
+	if e := locate(*cv, start, buf, pairs, flags); e != nil {
+		return e
 	}
-	return nil
+	return &RangeError{Off: start, Len: uint64(len(buf)), Proof: ok}
+}
+
+// locate returns the first group of the subtree [start, start+len(buf)),
+// or the first of its parent pairs, that does not match, given the
+// subtree's chaining value cv (already verified), its bytes and its parent
+// pairs in pre-order; nil if all match. It hashes each group once.
+func locate(cv [8]uint32, start uint64, buf, pairs []byte, flags uint32) *RangeError {
+	if len(buf) <= GroupSize {
+		n := hashGroup(buf, start/guts.ChunkSize)
+		n.Flags |= flags
+		if guts.ChainingValue(n) != cv {
+			return &RangeError{Off: start, Len: uint64(len(buf))}
+		}
+		return nil
+	}
+	l, r := cvFromBytes(pairs[:32]), cvFromBytes(pairs[32:pairSize])
+	if parentCV(&l, &r, flags) != cv {
+		return &RangeError{Off: start, Len: uint64(len(buf)), Proof: true}
+	}
+	mid := split(uint64(len(buf)))
+	at := pairSize * (mid / GroupSize)
+	if e := locate(l, start, buf[:mid], pairs[pairSize:at], 0); e != nil {
+		return e
+	}
+	return locate(r, start+mid, buf[mid:], pairs[at:], 0)
 }
 
 // readSubtree reads the pre-order encoding of a subtree whose bytes are buf:
@@ -238,7 +265,7 @@ func (d *decoder) group(cv *[8]uint32, start, length uint64, flags uint32) error
 	n.Flags |= flags
 	if guts.ChainingValue(n) != *cv {
 		clear(b)
-		return verifyError("bytes [%d, %d) do not match", start, start+length)
+		return &RangeError{Off: start, Len: length}
 	}
 	if !d.discard {
 		lo := max(start, d.dstOff)

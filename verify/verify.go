@@ -58,7 +58,8 @@ var (
 	// proof material do not match the storage_id: altered, missing or
 	// surplus bytes in a slice, a wrong root, or an object that does not hash
 	// to its storage_id. It is the one failure kind of verification; callers
-	// must not distinguish its causes.
+	// must not distinguish its causes, and may only say where they lie (a
+	// *RangeError, which matches it).
 	ErrVerify = errors.New("verify: bytes do not match storage_id")
 
 	// ErrSize is returned (wrapped) when a slice claims a size other than the
@@ -66,6 +67,30 @@ var (
 	// by WithExpectedSize.
 	ErrSize = errors.New("verify: object size mismatch")
 )
+
+// A RangeError is a failure of verification located in the object: it
+// matches ErrVerify (errors.Is), and errors.As finds it. The decoder checks
+// an object's groups in order, so for Verify it names the first group
+// whose bytes do not match, or, with Proof, the first range whose parent
+// hashes (the proof, from the outboard) do not: those bytes may be intact,
+// but nothing above them vouches for them.
+//
+// It says where, not why: the bytes may have been altered, or the object
+// may not be the one asked for. Nothing of the range is released.
+type RangeError struct {
+	Off, Len uint64 // the object's bytes [Off, Off+Len)
+	Proof    bool   // the range's proof does not match, not its bytes
+}
+
+func (e *RangeError) Error() string {
+	if e.Proof {
+		return fmt.Sprintf("%v: parent of bytes [%d, %d) does not match", ErrVerify, e.Off, e.Off+e.Len)
+	}
+	return fmt.Sprintf("%v: bytes [%d, %d) do not match", ErrVerify, e.Off, e.Off+e.Len)
+}
+
+// Unwrap returns ErrVerify.
+func (e *RangeError) Unwrap() error { return ErrVerify }
 
 // An Option configures NewReader and Verify.
 type Option func(*config) error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/storageid"
@@ -49,6 +50,10 @@ Padmé size, named by the BLAKE3 hash of their bytes, their storage_id) in a
 directory store, and reads them back only through byte ranges verified against
 that storage_id.
 
+An ID, wherever a command takes one, is a storage_id (64 hex digits) or a
+unique prefix of one, of at least 8 hex digits; under --json, an error is
+one JSON object on stderr, {"error": "...", "code": N}.
+
 Install: ` + installHint,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -64,10 +69,19 @@ Install: ` + installHint,
 	root.SetIn(a.stdin)
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar, no summary line")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("%s: %v (see %s -h)", c.CommandPath(), err, c.CommandPath())
+		if c == root {
+			return usagef("%v (see sop-pme -h)", err)
+		}
+		return usagef("%s: %v (see %s -h)", subPath(c), err, c.CommandPath())
 	})
 	root.AddCommand(a.importCmd(), a.exportCmd(), a.lsCmd(), a.schemaCmd(), a.inspectCmd(),
-		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd())
+		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd(),
+		a.versionCmd())
+	// --version prints what sop-pme version prints.
+	var version strings.Builder
+	readBuildInfo().write(&version)
+	root.Version = version.String()
+	root.SetVersionTemplate("{{.Version}}")
 	tmpl := root.UsageTemplate() + "\n" + exitCodesSummary + "\n"
 	root.SetUsageTemplate(tmpl)
 	for _, c := range root.Commands() {
@@ -78,10 +92,13 @@ Install: ` + installHint,
 
 // run runs the command line args and returns the exit code, having printed
 // any error as one line on stderr.
+//
+// Under --json, the error is a JSON object on one line instead:
+// {"error": "the line", "code": the exit code}.
 func (a *app) run(ctx context.Context, args []string) int {
 	root := a.root()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -94,8 +111,42 @@ func (a *app) run(ctx context.Context, args []string) int {
 		err = usagef("%s (see sop-pme -h)", err)
 	}
 	code, msg := exitCode(unwrapRun(err))
+	if wantsJSON(cmd, args) {
+		line, jerr := jsonLine(jsonError{Error: msg, Code: code})
+		if jerr == nil {
+			fmt.Fprintln(a.stderr, line)
+			return code
+		}
+	}
 	fmt.Fprintln(a.stderr, "sop-pme: "+msg)
 	return code
+}
+
+// jsonError is an error under --json: its one line, without the
+// "sop-pme: " prefix, and the exit code.
+type jsonError struct {
+	Error string `json:"error"`
+	Code  int    `json:"code"`
+}
+
+// wantsJSON reports whether the command line asks for JSON: --json parsed
+// as true, or, when the command line did not parse, --json among its
+// arguments (before any "--").
+func wantsJSON(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if f := cmd.Flags().Lookup("json"); f != nil && f.Changed {
+			return f.Value.String() == "true"
+		}
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true", "--json=1":
+			return true
+		}
+	}
+	return false
 }
 
 // runError marks the errors a command's RunE returned, as opposed to
@@ -129,11 +180,20 @@ func runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command,
 	}
 }
 
+// subPath is a command's path without the root's name ("keys rotate"):
+// an error line has the prefix "sop-pme: " once.
+func subPath(c *cobra.Command) string {
+	if !c.HasParent() {
+		return c.Name()
+	}
+	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+}
+
 // args returns a cobra argument check that reports a usage error.
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usagef("%s takes %s (see %s -h)", cmd.CommandPath(), what, cmd.CommandPath())
+			return usagef("%s takes %s (see %s -h)", subPath(cmd), what, cmd.CommandPath())
 		}
 		return nil
 	}

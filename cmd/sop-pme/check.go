@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +23,12 @@ type checkResult struct {
 	Conformant   bool           `json:"conformant"`
 	Checked      []string       `json:"checked"`
 	Findings     []checkFinding `json:"findings"`
+	// For an object that failed: its one line and exit code; for bytes
+	// that do not match, the first damaged range and where it falls.
+	Error    string         `json:"error,omitempty"`
+	Code     int            `json:"code,omitempty"`
+	Damaged  *damagedRange  `json:"damaged,omitempty"`
+	Location []locationJSON `json:"location,omitempty"`
 }
 
 type checkFinding struct {
@@ -25,26 +36,47 @@ type checkFinding struct {
 	Detail      string `json:"detail"`
 }
 
+// checkSummary is check --json for several objects.
+type checkSummary struct {
+	Objects    []checkResult `json:"objects"`
+	Total      int           `json:"total"`
+	Conformant int           `json:"conformant"`
+	Failed     int           `json:"failed"`
+}
+
 func (a *app) checkCmd() *cobra.Command {
 	var (
 		store  storeFlag
 		ks     keySource
+		all    bool
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "check ID",
-		Short: "Check an object's conformance to SOP-PME-1, requirement by requirement",
-		Long: `Check verifies every byte of the object ID against its storage_id, then reads
-it through verified ranges, opens every module with its DEK, and reports each
-requirement of SOP-PME-1 it tests: storage_id, magic, algorithm, key_ref,
-modules, pad entry, padded size, field IDs. It exits with 0 when the object is
-conformant, 4 when its bytes do not match the storage_id, and 6 when it fails
-another requirement.
+		Use:   "check ID... | --all",
+		Short: "Check objects' conformance to SOP-PME-1, requirement by requirement",
+		Long: `Check verifies every byte of each object ID (or, with --all, of every object in
+the store) against its storage_id, then reads it through verified ranges,
+opens every module with its DEK, and reports each requirement of SOP-PME-1
+it tests: storage_id, magic, algorithm, key_ref, modules, pad entry, padded
+size, field IDs. For an object whose bytes do not match, it names the first
+damaged range and the row group and column, or the footer, it falls in.
+
+An ID is a storage_id or a unique prefix of one (at least 8 hex digits).
+With several objects, check reports each and ends with a summary, going on
+past a failure. It exits with 0 when every object is conformant; otherwise
+with the code of the gravest failure: 4 when bytes do not match a
+storage_id, 6 when an object fails another requirement, then 5 (no DEK), 3
+(no such object), 1.
 
 ` + keysHelp,
-		Args: exactArgs(1, "one storage_id"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return usagef("check takes one or more storage_ids, or --all (see sop-pme check -h)")
+			}
+			return nil
+		},
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			idArgs, err := parseIDArgs(args)
 			if err != nil {
 				return err
 			}
@@ -54,38 +86,93 @@ another requirement.
 				return err
 			}
 			defer k.Close()
-			rep, err := reader.Check(ctx, st, id, k.ring)
+			ids, err := objectIDs(ctx, st, idArgs, all)
 			if err != nil {
-				return about(id.String(), err)
+				return err
 			}
-			res := checkResult{StorageID: id.String(), Size: rep.Size, UnpaddedSize: rep.UnpaddedSize,
-				KeyRef: rep.KeyRef.String(), Conformant: rep.Conformant(), Checked: []string{}, Findings: []checkFinding{}}
-			for _, r := range rep.Checked {
-				res.Checked = append(res.Checked, r.String())
-			}
-			for _, f := range rep.Findings {
-				res.Findings = append(res.Findings, checkFinding{f.Requirement.String(), cleanText(f.Detail)})
-			}
-			if asJSON {
-				if err := printJSON(a.stdout, res); err != nil {
+			v := &verifier{a: a, st: st, ks: &ks, dir: store.dir, k: k, opened: true}
+			many := all || len(ids) > 1
+			results := []checkResult{}
+			var failures []error
+			reported := false // a report of the (first) object exists
+			for i, id := range ids {
+				if many && !asJSON && i > 0 {
+					fmt.Fprintln(a.stdout)
+				}
+				res, rep, err := v.check(ctx, id)
+				if errors.Is(err, context.Canceled) {
 					return err
 				}
-			} else {
-				printReport(a.stdout, rep)
+				if err != nil {
+					failures = append(failures, err)
+					res.Code, res.Error = exitCode(err)
+				}
+				results = append(results, res)
+				reported = reported || rep != nil
+				switch {
+				case asJSON:
+				case rep != nil:
+					printReport(a.stdout, rep)
+				case many:
+					fmt.Fprintf(a.stdout, "storage_id  %s\nFAILED: %s\n", id, strings.TrimPrefix(res.Error, id.String()+": "))
+				}
 			}
+			sum := checkSummary{Objects: results, Total: len(ids), Conformant: len(ids) - len(failures), Failed: len(failures)}
 			switch {
-			case rep.Failed(reader.ReqStorageID):
-				return &cmdError{exitVerify, id.String() + ": the bytes do not match the storage_id: the object is damaged, or is not the one asked for", nil}
-			case !rep.Conformant():
-				return &cmdError{exitNonConform, fmt.Sprintf("%s: %s (%d %s failed)", id, errNonConformant, len(rep.Findings), plural(len(rep.Findings), "requirement", "requirements")), errNonConformant}
+			case asJSON && many:
+				if err := printJSON(a.stdout, sum); err != nil {
+					return err
+				}
+			case asJSON && reported:
+				if err := printJSON(a.stdout, results[0]); err != nil {
+					return err
+				}
+			case many:
+				fmt.Fprintf(a.stdout, "\n%d %s: %d conformant, %d failed\n", sum.Total, plural(sum.Total, "object", "objects"), sum.Conformant, sum.Failed)
 			}
-			return nil
+			return manyFailed(failures, len(ids), many, "failed the check")
 		}),
 	}
 	addStoreFlag(cmd, &store)
 	addKeyFlags(cmd, &ks)
+	cmd.Flags().BoolVar(&all, "all", false, "check every object in the store")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// check checks one object: its result, its report (nil if the check could
+// not run: no such object, no DEK), and the error the object gives, if it
+// is not conformant.
+func (v *verifier) check(ctx context.Context, id storageid.ID) (checkResult, *reader.Report, error) {
+	res := checkResult{StorageID: id.String(), Size: -1, UnpaddedSize: -1, Checked: []string{}, Findings: []checkFinding{}}
+	rep, err := reader.Check(ctx, v.st, id, v.k.ring)
+	if err != nil {
+		return res, nil, about(id.String(), err)
+	}
+	res = checkResult{StorageID: id.String(), Size: rep.Size, UnpaddedSize: rep.UnpaddedSize,
+		KeyRef: rep.KeyRef.String(), Conformant: rep.Conformant(), Checked: []string{}, Findings: []checkFinding{}}
+	for _, r := range rep.Checked {
+		res.Checked = append(res.Checked, r.String())
+	}
+	for _, f := range rep.Findings {
+		res.Findings = append(res.Findings, checkFinding{f.Requirement.String(), cleanText(f.Detail)})
+	}
+	switch {
+	case rep.Failed(reader.ReqStorageID):
+		msg := id.String() + ": the bytes do not match the storage_id: the object is damaged, or is not the one asked for"
+		// Where: the first damaged range, as verify finds it.
+		var re *verify.RangeError
+		if err := verify.Verify(ctx, v.st, id); errors.As(err, &re) {
+			res.Damaged = &damagedRange{int64(re.Off), int64(re.Len), re.Proof}
+			var where string
+			res.Location, where = v.locate(ctx, id, re)
+			msg += damageText(re, where)
+		}
+		return res, rep, &cmdError{exitVerify, msg, nil}
+	case !rep.Conformant():
+		return res, rep, &cmdError{exitNonConform, fmt.Sprintf("%s: %s (%d %s failed)", id, errNonConformant, len(rep.Findings), plural(len(rep.Findings), "requirement", "requirements")), errNonConformant}
+	}
+	return res, rep, nil
 }
 
 // printReport prints a conformance report, one requirement a line.

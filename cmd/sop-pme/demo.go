@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -31,6 +32,11 @@ keyring if there are none and saying where. It prints the object's storage_id,
 size, unpadded size and key_ref (never the DEK), reads one field back through
 verified ranges, verifies every byte, checks conformance, and suggests what to
 try next.
+
+By default the KEK and the keyring are the user's own (in the user
+configuration directory), shared by every store and every later command: the
+demo's DEK joins that keyring. To keep a demo apart, give it a KEK of its own,
+with --kek DIR/kek or SOP_PME_KEK_FILE=DIR/kek (the keyring goes beside it).
 
 ` + keysHelp,
 		Args: exactArgs(0, "no argument"),
@@ -82,6 +88,7 @@ try next.
 			default:
 				fmt.Fprintf(out, "KEK            %s (not in the store)\n\n", ks.where())
 			}
+			prefix := demoKeys(out, &ks)
 
 			r, err := reader.Open(ctx, st, obj.StorageID, k.ring)
 			if err != nil {
@@ -112,9 +119,9 @@ try next.
 				flags += " --keyring " + ks.ringFlag
 			}
 			fmt.Fprintf(out, "\nnext (install the command with %s):\n", installHint)
-			fmt.Fprintf(out, "  sop-pme export  --store %s%s %s --format csv --limit 5\n", dir, flags, obj.StorageID)
-			fmt.Fprintf(out, "  sop-pme inspect --store %s%s %s\n", dir, flags, obj.StorageID)
-			fmt.Fprintf(out, "  sop-pme ls      --store %s%s\n", dir, flags)
+			fmt.Fprintf(out, "  %ssop-pme export  --store %s%s %s --format csv --limit 5\n", prefix, dir, flags, obj.StorageID)
+			fmt.Fprintf(out, "  %ssop-pme inspect --store %s%s %s\n", prefix, dir, flags, obj.StorageID)
+			fmt.Fprintf(out, "  %ssop-pme ls      --store %s%s\n", prefix, dir, flags)
 			return nil
 		}),
 	}
@@ -122,6 +129,33 @@ try next.
 	addKeyFlags(cmd, &ks)
 	cmd.Flags().IntVar(&rows, "rows", 100_000, "`rows` to write")
 	return cmd
+}
+
+// demoKeys says plainly on out where the demo's KEK and keyring came from,
+// and, for the defaults, that they are shared by every store and how to
+// keep a demo apart. It returns the environment the later commands need
+// ("SOP_PME_KEK_FILE=... " when the KEK file came from there, else "").
+func demoKeys(out io.Writer, ks *keySource) string {
+	defer fmt.Fprintln(out)
+	switch {
+	case ks.kmsFlag != "" || ks.kekFlag != "":
+		fmt.Fprintf(out, "Keys: %s and the keyring %s were given on the command\nline: give the same flags to read this object later.\n", ks.where(), ks.ringPath)
+	case ks.kmsURL != "" || ks.inline != "":
+		fmt.Fprintf(out, "Keys: %s comes from the environment, with the keyring\n%s: set the same to read this object later.\n", ks.where(), ks.ringPath)
+	case os.Getenv("SOP_PME_KEK_FILE") != "":
+		fmt.Fprintf(out, "Keys: the KEK file %s (from $SOP_PME_KEK_FILE) and the keyring\n%s are this demo's own: set SOP_PME_KEK_FILE the same way to read\nthis object later.\n", ks.kekPath, ks.ringPath)
+		return "SOP_PME_KEK_FILE=" + ks.kekPath + " "
+	default:
+		fmt.Fprint(out, `Keys: the KEK and the keyring above are this user's defaults, in the user
+configuration directory, shared by every store: every sop-pme command run
+without --kek, --kms or a SOP_PME_KEK* variable uses them, and this demo's
+DEK is now in that keyring. To keep a demo apart, give it a KEK of its own
+(its keyring goes beside it):
+  sop-pme demo --kek DIR/kek
+  SOP_PME_KEK_FILE=DIR/kek make demo
+`)
+	}
+	return ""
 }
 
 // sampleTable is a small table of orders, every field with a field ID.

@@ -16,12 +16,13 @@ import (
 )
 
 // TestHelp: -h prints usage on stdout and exits 0, for the command and for
-// each subcommand; usage errors exit 2 with one line.
+// each subcommand; usage errors exit 2 with one line, whose prefix
+// "sop-pme: " comes once (before: "sop-pme: sop-pme ls: unknown flag").
 func TestHelp(t *testing.T) {
 	e := newEnv(t)
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"import", "-h"}, {"export", "--help"}, {"ls", "-h"},
 		{"schema", "-h"}, {"inspect", "-h"}, {"verify", "-h"}, {"check", "-h"}, {"rm", "-h"}, {"keys", "rotate", "-h"},
-		{"demo", "-h"}, {"migrate", "-h"}, {"sql", "-h"}} {
+		{"demo", "-h"}, {"migrate", "-h"}, {"sql", "-h"}, {"version", "-h"}} {
 		r := e.run(nil, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
 			t.Errorf("sop-pme %s: %s", strings.Join(args, " "), r)
@@ -46,8 +47,12 @@ func TestHelp(t *testing.T) {
 	}{
 		{nil, "no command"},
 		{[]string{"frobnicate"}, "unknown command"},
-		{[]string{"ls", "--frob"}, "unknown flag"},
-		{[]string{"export"}, "one storage_id"},
+		{[]string{"ls", "--frob"}, "ls: unknown flag: --frob (see sop-pme ls -h)"},
+		{[]string{"--frob"}, "unknown flag: --frob (see sop-pme -h)"},
+		{[]string{"keys", "rotate", "--frob"}, "keys rotate: unknown flag"},
+		{[]string{"keys", "rotate", "x"}, "keys rotate takes no argument (see sop-pme keys rotate -h)"},
+		{[]string{"version", "x"}, "version takes no argument"},
+		{[]string{"export"}, "export takes one storage_id (see sop-pme export -h)"},
 		{[]string{"export", id, id}, "one storage_id"},
 		{[]string{"export", "zz"}, "not a storage_id"},
 		{[]string{"import"}, "one input file"},

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +30,11 @@ func (a *app) exportCmd() *cobra.Command {
 its storage_id, decrypts them with its DEK from the keyring, and writes them
 to -o FILE or stdout. Every byte read is verified before it is decrypted; a
 range that does not match stops the export with exit code 4, and -o FILE is
-then not written (the rows go to a temporary file renamed at the end).
+then not written (the rows go to a temporary file beside it, renamed over it
+at the end). -o never replaces anything but a regular file: a FIFO, a
+character device (such as a null device or a terminal) or a symlink's target
+is written in place, as curl and duckdb do, and then holds what was written
+before a failure.
 
 Formats (--format, or from -o's extension):
   parquet  PLAINTEXT Parquet (zstd) with each field's Parquet field ID: the
@@ -52,7 +55,7 @@ its enclosing fields with it. A name is looked up first, then an ID.
   sop-pme export -s ./store ID --fields 2,3 --limit 10`,
 		Args: exactArgs(1, "one storage_id"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			arg, err := parseIDArg(args[0])
 			if err != nil {
 				return err
 			}
@@ -69,7 +72,16 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				return err
 			}
 			defer k.Close()
+			ids, err := resolveIDs(ctx, st, []idArg{arg})
+			if err != nil {
+				return err
+			}
+			id := ids[0]
 			m := a.newMeter("export", -1)
+			if (out == "" || out == "-") && a.stdoutTTY && f != formats.Table {
+				// Rows stream to the terminal the bar would be drawn on.
+				m.bar = nil
+			}
 			r, err := reader.Open(ctx, countingSource{st, m}, id, k.ring)
 			if err != nil {
 				m.abort()
@@ -98,20 +110,19 @@ its enclosing fields with it. A name is looked up first, then an ID.
 
 			var w io.Writer = a.stdout
 			dest := "stdout"
-			var tmp *os.File
+			var of *outputFile
 			if out != "" && out != "-" {
 				dest = out
-				if tmp, err = os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"); err != nil {
+				if of, err = createOutput(ctx, out); err != nil {
 					m.abort()
 					return about(out, err)
 				}
 				defer func() {
-					if tmp != nil {
-						tmp.Close()
-						os.Remove(tmp.Name())
+					if of != nil {
+						of.abort()
 					}
 				}()
-				w = tmp
+				w = of
 			}
 			var o formats.Output
 			var table *formats.TableOutput
@@ -123,9 +134,17 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				return about(dest, err)
 			}
 			var rows int64
-			more := false
+			more := false // rows were cut: the object has more than limit
 			for rr.Next() {
 				rec := rr.RecordBatch()
+				if limit > 0 && rows >= limit {
+					// The limit fell on the end of a batch: the table says
+					// "the first rows" only if another batch has rows.
+					if more = rec.NumRows() > 0; more {
+						break
+					}
+					continue
+				}
 				if limit > 0 && rows+rec.NumRows() > limit {
 					rec = rec.NewSlice(0, limit-rows)
 					defer rec.Release()
@@ -136,35 +155,33 @@ its enclosing fields with it. A name is looked up first, then an ID.
 					return about(dest, err)
 				}
 				rows += rec.NumRows()
-				if limit > 0 && rows >= limit {
+				if more || limit > 0 && rows >= limit && table == nil {
 					break
 				}
 			}
 			if err := rr.Err(); err != nil {
 				m.abort()
-				if tmp == nil && f != formats.Table {
-					return about(id.String(), fmt.Errorf("%w (what was written to stdout is incomplete)", err))
+				if (of == nil || of.inPlace()) && f != formats.Table {
+					return about(id.String(), fmt.Errorf("%w (what was written to %s is incomplete)", err, dest))
 				}
 				return about(id.String(), err)
 			}
 			if table != nil {
-				table.More = more || (limit > 0 && rows == limit)
+				table.More = more
 			}
+			// The bar goes before anything is drawn at the end: a table
+			// starts on a line of its own.
+			m.clear()
 			if err := o.Close(); err != nil {
 				m.abort()
 				return about(dest, err)
 			}
-			if tmp != nil {
-				if err := tmp.Sync(); err != nil {
+			if of != nil {
+				err := of.commit(ctx)
+				of = nil
+				if err != nil {
 					return about(out, err)
 				}
-				if err := tmp.Close(); err != nil {
-					return about(out, err)
-				}
-				if err := os.Rename(tmp.Name(), out); err != nil {
-					return about(out, err)
-				}
-				tmp = nil
 			}
 			stats := r.Stats()
 			m.done("exported %d rows of %s to %s (%s fetched, %s verified, %d modules opened)", rows, id, dest,

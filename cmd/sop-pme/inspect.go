@@ -80,7 +80,7 @@ there, so use them for planning, never as an answer; export counts the rows.
 ` + keysHelp,
 		Args: exactArgs(1, "one storage_id"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			arg, err := parseIDArg(args[0])
 			if err != nil {
 				return err
 			}
@@ -89,6 +89,11 @@ there, so use them for planning, never as an answer; export counts the rows.
 			if err != nil {
 				return err
 			}
+			ids, err := resolveIDs(ctx, st, []idArg{arg})
+			if err != nil {
+				return err
+			}
+			id := ids[0]
 			res, tail, err := inspectStorage(ctx, st, id)
 			if err != nil {
 				return about(id.String(), err)

@@ -107,8 +107,40 @@ func (ks *keySource) resolve() error {
 	default:
 		ks.ringPath = filepath.Join(conf, "keyring")
 	}
+	// keys rotate replaces the KEK file by a rename, and the keyring may be
+	// replaced the same way: a symlink given for either stands for its
+	// target, which is the file replaced, so that the link is kept and the
+	// new key goes where the old one was.
+	var err error
+	if ks.kekPath, err = linkTarget(ks.kekPath); err != nil {
+		return err
+	}
+	if ks.ringPath, err = linkTarget(ks.ringPath); err != nil {
+		return err
+	}
 	ks.resolved = true
 	return nil
+}
+
+// linkTarget returns the file path names: path itself, or, if path is a
+// symlink whose target exists, that target (every link on the way
+// resolved).
+func linkTarget(path string) (string, error) {
+	if path == "" {
+		return path, nil
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return path, nil
+	}
+	t, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return path, nil // a dangling link: creating the file will say so
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
 }
 
 // where says where the master key is, for messages.

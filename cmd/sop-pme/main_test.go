@@ -41,7 +41,9 @@ func TestMain(m *testing.M) {
 		builds = append(builds, struct{ out, tags string }{sqlBinary, sqlBuildTags})
 	}
 	for _, b := range builds {
-		cmd := exec.Command("go", "build", "-tags", b.tags, "-o", b.out, ".")
+		// -buildvcs=auto: the VCS revision, where the toolchain finds a
+		// checkout, whatever GOFLAGS says (sop-pme version reports it).
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-tags", b.tags, "-o", b.out, ".")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building sop-pme:", err)
@@ -144,8 +146,23 @@ func checkFailure(t *testing.T, r result, code int, want []string, args []string
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 	last := lines[len(lines)-1]
+	if i := slices.Index(args, "--json"); i >= 0 && !slices.Contains(args[:i], "--") {
+		// Under --json the error is a JSON object: {"error": the line
+		// less its prefix, "code": the exit code}. Check the line in it.
+		var je jsonError
+		dec := json.NewDecoder(strings.NewReader(last))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&je); err != nil || je.Code != r.code || je.Error == "" {
+			t.Errorf("sop-pme %s: under --json, the error line %q is not {\"error\": ..., \"code\": %d}: %v", strings.Join(args, " "), last, r.code, err)
+			return
+		}
+		last = "sop-pme: " + je.Error
+	}
 	if !strings.HasPrefix(last, "sop-pme: ") {
 		t.Errorf("sop-pme %s: the error line %q lacks the prefix", strings.Join(args, " "), last)
+	}
+	if strings.HasPrefix(last, "sop-pme: sop-pme") {
+		t.Errorf("sop-pme %s: the error line %q has the prefix twice", strings.Join(args, " "), last)
 	}
 	for _, l := range lines {
 		if strings.HasPrefix(l, "sop-pme: ") && l != last && !strings.Contains(l, "warning") && !strings.Contains(l, "not shown") {

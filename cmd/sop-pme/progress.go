@@ -61,6 +61,14 @@ func (m *meter) done(format string, a ...any) {
 	fmt.Fprintf(m.a.stderr, "sop-pme: %s in %.2f s (%.1f MB/s)\n", fmt.Sprintf(format, a...), el.Seconds(), float64(m.n.Load())/1e6/max(el.Seconds(), 1e-6))
 }
 
+// clear removes the bar from the terminal, for output drawn on the same
+// terminal; it comes back at the next count.
+func (m *meter) clear() {
+	if m.bar != nil {
+		m.bar.Clear()
+	}
+}
+
 // abort removes the bar without a summary.
 func (m *meter) abort() {
 	if m.bar != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/storageid"
 	"github.com/spf13/cobra"
 )
 
@@ -58,13 +57,9 @@ old KEK and its copies; with a KMS, destroy the old key version.
 			return nil
 		},
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			var ids []storageid.ID
-			for _, s := range args {
-				id, err := parseID(s)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
+			idArgs, err := parseIDArgs(args)
+			if err != nil {
+				return err
 			}
 			if !yes && !a.stdinTTY {
 				return usagef("rm deletes for good: give --yes (stdin is not a terminal to ask on)")
@@ -73,18 +68,27 @@ old KEK and its copies; with a KMS, destroy the old key version.
 			if err != nil {
 				return err
 			}
+			ctx := cmd.Context()
+			st, err := blobs.OpenDir(dir)
+			if err != nil {
+				return storeErr(dir, err)
+			}
+			ids, err := resolveIDs(ctx, st, idArgs)
+			if err != nil {
+				return err
+			}
 			if !yes {
+				for i, a2 := range idArgs {
+					if a2.prefix != "" {
+						fmt.Fprintf(a.stderr, "%s is %s\n", a2.text, ids[i])
+					}
+				}
 				fmt.Fprintf(a.stderr, "Forget the DEK of %d %s and delete %s from %s? This cannot be undone. [y/N] ",
 					len(ids), plural(len(ids), "object", "objects"), plural(len(ids), "it", "them"), dir)
 				line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 				if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 					return &cmdError{exitFailure, "nothing deleted", nil}
 				}
-			}
-			ctx := cmd.Context()
-			st, err := blobs.OpenDir(dir)
-			if err != nil {
-				return storeErr(dir, err)
 			}
 			k, err := ks.openRing(ctx, dir, ringWrite, a.stderr)
 			if err != nil {

@@ -38,7 +38,7 @@ is read through verified ranges.
 ` + keysHelp,
 		Args: exactArgs(1, "one storage_id"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			arg, err := parseIDArg(args[0])
 			if err != nil {
 				return err
 			}
@@ -48,6 +48,11 @@ is read through verified ranges.
 				return err
 			}
 			defer k.Close()
+			ids, err := resolveIDs(ctx, st, []idArg{arg})
+			if err != nil {
+				return err
+			}
+			id := ids[0]
 			r, err := reader.Open(ctx, st, id, k.ring)
 			if err != nil {
 				return about(id.String(), err)

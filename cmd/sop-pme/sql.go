@@ -32,7 +32,7 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 	if err != nil {
 		return usagef("--format %q: one of table, csv, json", name)
 	}
-	views, err := f.parseViews()
+	views, err := f.parseViews(cmd.Context())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"strings"
 
 	"github.com/sovm/sop-pme/storageid"
@@ -8,7 +11,7 @@ import (
 )
 
 // sqlInstallHint is how to get a build with the sql command.
-const sqlInstallHint = "go install -tags duckdb -C cmd/sop-pme ."
+const sqlInstallHint = "go install -C cmd/sop-pme -tags duckdb ."
 
 // errNoSQL is what the sql command of a build without DuckDB returns.
 var errNoSQL = &cmdError{exitFailure, "this build has no SQL; build with: " + sqlInstallHint, nil}
@@ -136,9 +139,11 @@ func (f *sqlFlags) formatName() (string, error) {
 	return name, nil
 }
 
-// parseViews parses the --view flags: NAME=ID, each NAME once.
-func (f *sqlFlags) parseViews() ([]sqlView, error) {
+// parseViews parses the --view flags: NAME=ID, each NAME once, where ID may
+// be a unique prefix of a storage_id in the store (see resolveIDs).
+func (f *sqlFlags) parseViews(ctx context.Context) ([]sqlView, error) {
 	var views []sqlView
+	var args []idArg
 	seen := map[string]bool{}
 	for _, v := range f.views {
 		name, idText, ok := strings.Cut(v, "=")
@@ -146,9 +151,9 @@ func (f *sqlFlags) parseViews() ([]sqlView, error) {
 		if !ok || name == "" || idText == "" {
 			return nil, usagef("--view %q: want NAME=ID", v)
 		}
-		id, err := storageid.Parse(idText)
+		arg, err := parseIDArg(idText)
 		if err != nil {
-			return nil, usagef("--view %s: %q is not a storage_id (64 hex digits)", name, idText)
+			return nil, usagef("--view %s: %s", name, clean(err))
 		}
 		// DuckDB identifiers are case-insensitive.
 		key := strings.ToLower(name)
@@ -156,7 +161,32 @@ func (f *sqlFlags) parseViews() ([]sqlView, error) {
 			return nil, usagef("--view %s given twice", name)
 		}
 		seen[key] = true
-		views = append(views, sqlView{name, id})
+		views = append(views, sqlView{name: name, id: arg.id})
+		args = append(args, arg)
+	}
+	if !slices.ContainsFunc(args, func(a idArg) bool { return a.prefix != "" }) {
+		return views, nil
+	}
+	st, err := f.store.openReadOnly()
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range args {
+		if a.prefix == "" {
+			continue
+		}
+		ids, err := resolveIDs(ctx, st, []idArg{a})
+		var ue *usageError
+		var ce *cmdError
+		switch {
+		case errors.As(err, &ue):
+			return nil, usagef("--view %s: %s", views[i].name, ue.msg)
+		case errors.As(err, &ce):
+			return nil, &cmdError{ce.code, "--view " + views[i].name + ": " + ce.msg, ce.err}
+		case err != nil:
+			return nil, err
+		}
+		views[i].id = ids[0]
 	}
 	return views, nil
 }

@@ -1,8 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 
+	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 	"github.com/spf13/cobra"
 )
@@ -11,23 +20,79 @@ type verifyResult struct {
 	StorageID string `json:"storage_id"`
 	Size      int64  `json:"size"`
 	Verified  bool   `json:"verified"`
+	// For an object that failed: the one line, the exit code, and, when
+	// bytes did not match, the first damaged range and the regions of the
+	// object it falls in (when the keyring holds the object's DEK).
+	Error    string         `json:"error,omitempty"`
+	Code     int            `json:"code,omitempty"`
+	Damaged  *damagedRange  `json:"damaged,omitempty"`
+	Location []locationJSON `json:"location,omitempty"`
+}
+
+// damagedRange is a verify.RangeError in JSON.
+type damagedRange struct {
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
+	// Proof: the range's parent hashes (the outboard) do not match; its
+	// bytes may be intact.
+	Proof bool `json:"proof"`
+}
+
+// locationJSON is a reader.Location in JSON.
+type locationJSON struct {
+	Part     string `json:"part"`
+	Offset   int64  `json:"offset"`
+	Length   int64  `json:"length"`
+	RowGroup *int   `json:"row_group,omitempty"`
+	Column   string `json:"column,omitempty"`
+	FieldID  *int32 `json:"field_id,omitempty"`
+}
+
+// verifySummary is verify --json for several objects.
+type verifySummary struct {
+	Objects  []verifyResult `json:"objects"`
+	Total    int            `json:"total"`
+	Verified int            `json:"verified"`
+	Failed   int            `json:"failed"`
 }
 
 func (a *app) verifyCmd() *cobra.Command {
 	var (
 		store  storeFlag
+		ks     keySource
+		all    bool
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "verify ID",
-		Short: "Check every byte of an object against its storage_id (no key needed)",
-		Long: `Verify hashes every byte of the object ID, in bounded memory, and checks the
-result against its storage_id: the only check after which an object counts as
-verified (SOP-PME-1 11.10). It needs no key: the storage_id is the hash of the
-ciphertext. A mismatch exits with code 4.`,
-		Args: exactArgs(1, "one storage_id"),
+		Use:   "verify ID... | --all",
+		Short: "Check every byte of objects against their storage_ids (no key needed)",
+		Long: `Verify hashes every byte of each object ID (or, with --all, of every object in
+the store), in bounded memory, and checks the result against its storage_id:
+the only check after which an object counts as verified (SOP-PME-1 11.10).
+It needs no key: the storage_id is the hash of the ciphertext.
+
+An object that does not match is reported with the first damaged range: the
+first 16 KiB group whose bytes do not match (or whose proof, the parent
+hashes of the outboard, does not). If the keyring holds the object's DEK,
+the range is also told in the object's terms: the row group and column whose
+chunk it falls in, or the footer. Without a keyring, verify says only the
+range.
+
+An ID is a storage_id or a unique prefix of one (at least 8 hex digits).
+With several objects, verify prints a line for each and a summary, and goes
+on past a failure. The exit code is 0 if every object verified; otherwise
+that of the gravest failure: 4 (bytes do not match) before 3 (no such
+object), then the others.
+
+` + keysHelp,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return usagef("verify takes one or more storage_ids, or --all (see sop-pme verify -h)")
+			}
+			return nil
+		},
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			idArgs, err := parseIDArgs(args)
 			if err != nil {
 				return err
 			}
@@ -36,28 +101,231 @@ ciphertext. A mismatch exits with code 4.`,
 			if err != nil {
 				return err
 			}
-			m := a.newMeter("verify", -1)
-			vr, err := verify.NewReader(ctx, st, id)
+			ids, err := objectIDs(ctx, st, idArgs, all)
 			if err != nil {
+				return err
+			}
+			v := &verifier{a: a, st: st, ks: &ks, dir: store.dir}
+			defer v.close()
+			many := all || len(ids) > 1
+			m := a.newMeter("verify", -1)
+			results := []verifyResult{}
+			var failures []error
+			var total int64
+			for _, id := range ids {
+				res, err := v.verify(ctx, countingSource{st, m}, id)
+				total += max(res.Size, 0)
+				if err != nil && errors.Is(err, context.Canceled) {
+					m.abort()
+					return err
+				}
+				if err != nil {
+					failures = append(failures, err)
+					res.Code, res.Error = exitCode(err)
+				}
+				results = append(results, res)
+				if asJSON {
+					continue
+				}
+				switch {
+				case err == nil:
+					fmt.Fprintf(a.stdout, "%s: every byte matches its storage_id (%d bytes)\n", id, res.Size)
+				case many:
+					fmt.Fprintf(a.stdout, "%s: FAILED: %s\n", id, strings.TrimPrefix(res.Error, id.String()+": "))
+				}
+			}
+			// The rate, on success only: a failure ends with its line.
+			switch {
+			case len(failures) > 0:
 				m.abort()
-				return about(id.String(), err)
+			case many:
+				m.done("verified %d %s (%s)", len(ids), plural(len(ids), "object", "objects"), mb(total))
+			default:
+				m.done("verified %s (%s)", ids[0], mb(total))
 			}
-			if m.bar != nil {
-				m.bar.ChangeMax64(vr.Size())
+			sum := verifySummary{Objects: results, Total: len(ids), Verified: len(ids) - len(failures), Failed: len(failures)}
+			switch {
+			case asJSON && many:
+				if err := printJSON(a.stdout, sum); err != nil {
+					return err
+				}
+			case asJSON:
+				if err := printJSON(a.stdout, results[0]); err != nil {
+					return err
+				}
+			case many:
+				fmt.Fprintf(a.stdout, "%d %s: %d verified, %d failed\n", sum.Total, plural(sum.Total, "object", "objects"), sum.Verified, sum.Failed)
 			}
-			if err := verify.Verify(ctx, countingSource{st, m}, id, verify.WithExpectedSize(vr.Size())); err != nil {
-				m.abort()
-				return about(id.String(), err)
-			}
-			m.done("verified %s (%s)", id, mb(vr.Size()))
-			if asJSON {
-				return printJSON(a.stdout, verifyResult{id.String(), vr.Size(), true})
-			}
-			fmt.Fprintf(a.stdout, "%s: every byte matches its storage_id (%d bytes)\n", id, vr.Size())
-			return nil
+			return manyFailed(failures, len(ids), many, "failed verification")
 		}),
 	}
 	addStoreFlag(cmd, &store)
+	addKeyFlags(cmd, &ks)
+	cmd.Flags().BoolVar(&all, "all", false, "verify every object in the store")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// objectIDs returns the objects a command over several objects works on:
+// the IDs given, resolved, or with all, every object of the store, sorted.
+func objectIDs(ctx context.Context, st *blobs.Dir, args []idArg, all bool) ([]storageid.ID, error) {
+	if !all {
+		return resolveIDs(ctx, st, args)
+	}
+	var ids []storageid.ID
+	for b, err := range st.List(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, b.ID)
+	}
+	sortIDs(ids)
+	return ids, nil
+}
+
+// sortIDs sorts storage_ids by their hex form (the order of their bytes).
+func sortIDs(ids []storageid.ID) {
+	slices.SortFunc(ids, func(x, y storageid.ID) int { return bytes.Compare(x[:], y[:]) })
+}
+
+// gravity orders exit codes for a command over several objects: the code
+// it exits with is that of its gravest failure.
+var gravity = []int{exitVerify, exitNonConform, exitKey, exitNotFound, exitFailure, exitUsage}
+
+// manyFailed returns the error a command over n objects ends with, given
+// its failures: nil if none; the one failure as it is for a single object;
+// otherwise a line counting them, with the exit code of the gravest.
+func manyFailed(failures []error, n int, many bool, what string) error {
+	if len(failures) == 0 {
+		return nil
+	}
+	if !many {
+		return failures[0]
+	}
+	code := exitFailure
+	rank := len(gravity)
+	for _, err := range failures {
+		c, _ := exitCode(err)
+		for i, g := range gravity {
+			if g == c && i < rank {
+				code, rank = c, i
+			}
+		}
+	}
+	// Not wrapping the failures: the line is this one, whatever they say.
+	return &cmdError{code, fmt.Sprintf("%d of %d objects %s", len(failures), n, what), nil}
+}
+
+// A verifier verifies objects and, for a damaged one whose DEK the keyring
+// holds, locates the damage. The keyring is opened, read-only, the first
+// time it is needed; without one, the damage is told by its range only.
+type verifier struct {
+	a      *app
+	st     *blobs.Dir
+	ks     *keySource
+	dir    string
+	k      *keys
+	opened bool
+}
+
+func (v *verifier) close() { v.k.Close() }
+
+// ring returns the keyring, or nil if there is none to open.
+func (v *verifier) ring(ctx context.Context) *keys {
+	if !v.opened {
+		v.opened = true
+		if k, err := v.ks.openRing(ctx, v.dir, ringRead, io.Discard); err == nil {
+			v.k = k
+		}
+	}
+	return v.k
+}
+
+// verify verifies one object. Its error, for a damaged object, says where
+// the first damage is.
+func (v *verifier) verify(ctx context.Context, src verify.Source, id storageid.ID) (verifyResult, error) {
+	res := verifyResult{StorageID: id.String(), Size: -1}
+	vr, err := verify.NewReader(ctx, v.st, id)
+	var opts []verify.Option
+	switch {
+	case err == nil:
+		res.Size = vr.Size()
+		opts = append(opts, verify.WithExpectedSize(vr.Size()))
+	case errors.Is(err, verify.ErrVerify), errors.Is(err, verify.ErrSize):
+		// The last group, which proves the size, does not verify: Verify
+		// says where the first damage is.
+	default:
+		return res, about(id.String(), err)
+	}
+	if err := verify.Verify(ctx, src, id, opts...); err != nil {
+		var re *verify.RangeError
+		if !errors.As(err, &re) {
+			return res, about(id.String(), err)
+		}
+		res.Damaged = &damagedRange{int64(re.Off), int64(re.Len), re.Proof}
+		locs, where := v.locate(ctx, id, re)
+		res.Location = locs
+		code, msg := exitCode(about(id.String(), err))
+		return res, &cmdError{code, msg + damageText(re, where), err}
+	}
+	res.Verified = true
+	return res, nil
+}
+
+// damageText says where the first damage is, for the error line.
+func damageText(re *verify.RangeError, where string) string {
+	s := fmt.Sprintf(" (first damaged range: bytes [%d, %d)", re.Off, re.Off+re.Len)
+	if re.Proof {
+		s = fmt.Sprintf(" (first damaged range: the proof of bytes [%d, %d)", re.Off, re.Off+re.Len)
+	}
+	if where != "" {
+		s += ", in " + where
+	}
+	return s + ")"
+}
+
+// maxPlaces is how many regions the error line names for one range.
+const maxPlaces = 3
+
+// locate tells a damaged range in the object's terms, if the keyring holds
+// its DEK: the regions it overlaps, in JSON and as text ("" if unknown).
+func (v *verifier) locate(ctx context.Context, id storageid.ID, re *verify.RangeError) ([]locationJSON, string) {
+	k := v.ring(ctx)
+	if k == nil {
+		return nil, ""
+	}
+	r, err := reader.Open(ctx, v.st, id, k.ring)
+	if err != nil {
+		// Open reads and verifies the trailer and the footer region only:
+		// if it fails on the very range, that range is in the footer.
+		var ore *verify.RangeError
+		if errors.As(err, &ore) && *ore == *re {
+			return []locationJSON{{Part: reader.PartFooter.String(), Offset: int64(re.Off), Length: int64(re.Len)}}, "the footer"
+		}
+		return nil, ""
+	}
+	locs, err := r.Locate(ctx, int64(re.Off), int64(re.Len))
+	if err != nil || len(locs) == 0 {
+		return nil, ""
+	}
+	var out []locationJSON
+	var text []string
+	for i, l := range locs {
+		j := locationJSON{Part: l.Part.String(), Offset: l.Off, Length: l.Len}
+		if l.Part == reader.PartColumnChunk {
+			rg, fid := l.RowGroup, l.FieldID
+			j.RowGroup, j.Column = &rg, l.Path
+			if fid >= 0 {
+				j.FieldID = &fid
+			}
+		}
+		out = append(out, j)
+		if i < maxPlaces {
+			text = append(text, l.String())
+		}
+	}
+	if len(locs) > maxPlaces {
+		text = append(text, fmt.Sprintf("%d more", len(locs)-maxPlaces))
+	}
+	return out, strings.Join(text, "; ")
 }
