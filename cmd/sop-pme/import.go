@@ -412,7 +412,7 @@ func missingFieldIDs(schema *arrow.Schema) []string {
 }
 
 // children returns the fields nested in a type: a struct's fields, a list's
-// element, a map's key and value.
+// element, a map's key and value, an extension type's storage fields.
 func children(dt arrow.DataType) []arrow.Field {
 	switch t := dt.(type) {
 	case *arrow.MapType:
@@ -421,6 +421,8 @@ func children(dt arrow.DataType) []arrow.Field {
 		return []arrow.Field{t.ElemField()}
 	case *arrow.StructType:
 		return t.Fields()
+	case arrow.ExtensionType:
+		return children(t.StorageType()) // a variant's metadata, value, typed_value
 	}
 	return nil
 }
