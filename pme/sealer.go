@@ -234,7 +234,7 @@ func readFooter(r io.ReaderAt, size int64) (*thrift.Struct, error) {
 		return nil, fmt.Errorf("pme: reading plaintext Parquet: %w", err)
 	}
 	if string(head[:4]) == "PARE" || string(tail[4:]) == "PARE" {
-		return nil, fmt.Errorf("%w: the file is encrypted", ErrPlaintextParquet)
+		return nil, fmt.Errorf("%w: %w", ErrPlaintextParquet, ErrEncryptedParquet)
 	}
 	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
 		return nil, fmt.Errorf("%w: no PAR1 magic at both ends", ErrPlaintextParquet)
@@ -249,10 +249,15 @@ func readFooter(r io.ReaderAt, size int64) (*thrift.Struct, error) {
 	}
 	meta, err := thrift.DecodeExact(raw, footerLimits(len(raw)))
 	if err != nil {
+		// In plaintext footer mode, the footer's signature (nonce and tag)
+		// follows the FileMetaData.
+		if m, _, perr := thrift.Decode(raw, footerLimits(len(raw))); perr == nil && m.Field(fmdEncryptionAlgo) != nil {
+			return nil, fmt.Errorf("%w: %w (plaintext footer mode: the footer carries encryption fields)", ErrPlaintextParquet, ErrEncryptedParquet)
+		}
 		return nil, fmt.Errorf("%w: footer: %w", ErrPlaintextParquet, err)
 	}
 	if meta.Field(fmdEncryptionAlgo) != nil || meta.Field(fmdFooterSigningKeyMD) != nil {
-		return nil, fmt.Errorf("%w: the footer carries encryption fields (plaintext footer mode)", ErrPlaintextParquet)
+		return nil, fmt.Errorf("%w: %w (plaintext footer mode: the footer carries encryption fields)", ErrPlaintextParquet, ErrEncryptedParquet)
 	}
 	return meta, nil
 }
@@ -590,6 +595,7 @@ func (f *Footer) AppendSchema(dst []byte, tag bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	elems = withoutUnknownLogical(elems)
 	version := thrift.I32(1)
 	if v := f.meta.Field(fmdVersion); v != nil && v.Type == thrift.TypeI32 {
 		version = *v
