@@ -154,7 +154,11 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv leve
 	}
 	rep, def, values := body[:repLen], body[repLen:repLen+defLen], body[repLen+defLen:]
 	valuesSize := int(oldUsize - defLen - repLen)
-	if err := codecbound.Check(codec, values, valuesSize); err != nil {
+	// A page without values (all nulls, or none) may have an empty values
+	// section, which no codec's format is: parquet-mr writes it so, and
+	// readers (Arrow C++, parquet-rs, DuckDB) decompress nothing.
+	noValues := valuesSize == 0 && len(values) == 0
+	if err := codecbound.Check(codec, values, valuesSize); err != nil && !noValues {
 		return nil, nil, 0, fmt.Errorf("%w: %w", ErrUnboundedPage, err)
 	}
 	c, err := compress.GetCodec(compress.Compression(codec))

@@ -3,12 +3,16 @@ package writer_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -71,5 +75,61 @@ func TestSealFileUnknownLogicalType(t *testing.T) {
 		if g, w := string(col.(*array.Binary).Value(i)), "unknown "+string(rune('a'+i%26)); g != w {
 			t.Fatalf("row %d: %q, want %q", i, g, w)
 		}
+	}
+}
+
+// allNullFloats returns a record of one nullable float32 column, n rows,
+// every one null.
+func allNullFloats(n int) arrow.RecordBatch {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "value", Type: arrow.PrimitiveTypes.Float32, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for range n {
+		b.Field(0).AppendNull()
+	}
+	return b.NewRecordBatch()
+}
+
+// TestSealFileEmptyV2Values: a compressed DATA_PAGE_V2 page without values
+// whose values section is empty (no bytes at all, not a codec's encoding
+// of nothing), as parquet-mr writes it and parquet-testing's
+// datapage_v2_empty_datapage.snappy.parquet has, is rewritten as a V1 page
+// and reads back as its nulls. Before, the sealer refused it (ErrUnboundedPage:
+// "snappy: no decoded length") and import's re-encoding failed in arrow-go
+// ("s2: corrupt input").
+func TestSealFileEmptyV2Values(t *testing.T) {
+	rec := allNullFloats(7)
+	defer rec.Release()
+	plain := plainParquet(t, rec, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(false))
+	emptied := 0
+	plain, err := plainedit.Rewrite(plain, func(p *plainedit.Page) error {
+		if typ, _ := p.Header.I32(1); typ != 3 {
+			return nil
+		}
+		v2, err := p.Header.Struct(8)
+		if err != nil {
+			return err
+		}
+		def, _ := v2.I32(5)
+		rep, _ := v2.I32(6)
+		if usize, _ := p.Header.I32(2); usize != def+rep || len(p.Body) <= int(def+rep) {
+			return fmt.Errorf("the V2 page has %d bytes of values (%d uncompressed): the test proves nothing", len(p.Body)-int(def+rep), usize-def-rep)
+		}
+		p.Body = p.Body[:def+rep]
+		emptied++
+		return nil
+	})
+	if err != nil || emptied != 1 {
+		t.Fatalf("emptying the values section: %v (%d pages)", err, emptied)
+	}
+	st := memstore.New()
+	obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithAssignFieldIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got := readSealed(t, st, obj)
+	defer got.Release()
+	if got.NumRows() != 7 || got.Column(0).NullN() != 7 {
+		t.Fatalf("%d rows, %d nulls; want 7 and 7", got.NumRows(), got.Column(0).NullN())
 	}
 }
