@@ -16,10 +16,15 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: codec: %w", ErrPlaintextParquet, err)
 	}
-	if _, ok := sealableCodecs[codec]; !ok {
+	// The deprecated LZ4 codec, which neither DuckDB nor arrow-go reads,
+	// is rewritten as LZ4_RAW (see transcode.go).
+	outCodec, transcode := codec, codec == codecLZ4
+	if transcode {
+		outCodec = codecLZ4Raw
+	} else if _, ok := sealableCodecs[codec]; !ok {
 		return nil, fmt.Errorf("%w: codec %s", ErrCodec, codecName(codec))
 	}
-	m := &chunkMap{plain: c, obj: Span{Off: s.pos}, pages: make(map[int64]int64)}
+	m := &chunkMap{plain: c, obj: Span{Off: s.pos}, pages: make(map[int64]int64), codec: outCodec}
 	for off := c.Off; off < c.End(); {
 		hdr, n, err := s.pageHeader(r, off, c.End())
 		if err != nil {
@@ -52,13 +57,21 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 		header, plainSize := s.hdr[:n], usize
 		switch t, _ := hdr.I32(phType); {
 		case v2:
-			h, b, u, err := s.rewriteV2(hdr, body, codec, lv)
+			h, b, u, err := s.rewriteV2(hdr, body, codec, outCodec, lv)
 			clear(body)
 			if err != nil {
 				return nil, fmt.Errorf("page at %d: %w", off, err)
 			}
 			header, body, plainSize = h, b, u
 			m.rewritten = true
+			s.rewritten++
+		case transcode && t != pageDataV2:
+			h, b, err := s.transcodeLZ4(hdr, body, usize)
+			clear(body)
+			if err != nil {
+				return nil, fmt.Errorf("page at %d: %w", off, err)
+			}
+			header, body = h, b
 			s.rewritten++
 		case t != pageDataV2:
 			// (An uncompressed V2 page has nothing to decompress.)
@@ -123,4 +136,3 @@ func (s *Sealer) pageHeader(r io.ReaderAt, off, end int64) (*thrift.Struct, int,
 		}
 	}
 }
-

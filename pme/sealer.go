@@ -41,8 +41,9 @@ var ErrPlaintextParquet = errors.New("pme: not a plaintext Parquet file this sea
 // ErrCodec reports a column chunk compressed with a codec that the readers
 // of SOP-PME-1 objects cannot be relied on to decompress: DuckDB 1.5.6 and
 // this library's reader (arrow-go) both read UNCOMPRESSED, SNAPPY, GZIP,
-// BROTLI, ZSTD and LZ4_RAW, and a Sealer takes those only. LZO is read by
-// neither, and the deprecated LZ4 codec (Hadoop framing) not by arrow-go.
+// BROTLI, ZSTD and LZ4_RAW, and a Sealer takes those, and the deprecated
+// LZ4 codec (Hadoop framing), which it rewrites as LZ4_RAW (neither reads
+// it). LZO is read by neither, nor is a codec parquet.thrift does not name.
 var ErrCodec = errors.New("pme: compression codec not readable by every SOP-PME-1 reader")
 
 // A ColumnError is a Sealer's refusal of one column chunk: RowGroup is the
@@ -63,8 +64,9 @@ func (e *ColumnError) Error() string {
 // Unwrap returns Err, for errors.Is and errors.As.
 func (e *ColumnError) Unwrap() error { return e.Err }
 
-// The compression codecs (parquet.thrift CompressionCodec) a Sealer takes:
-// those DuckDB 1.5.6 and arrow-go both decompress.
+// The compression codecs (parquet.thrift CompressionCodec) a Sealer seals
+// as they are: those DuckDB 1.5.6 and arrow-go both decompress. (LZ4 is
+// rewritten as LZ4_RAW.)
 var sealableCodecs = map[int32]string{0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 4: "BROTLI", 6: "ZSTD", 7: "LZ4_RAW"}
 
 // More field IDs of parquet.thrift that a Sealer reads.
@@ -100,6 +102,7 @@ type chunkMap struct {
 	obj          Span
 	uncompressed int64           // DuckDB's total_uncompressed_size: header modules + uncompressed pages
 	rewritten    bool            // some of its V2 pages were rewritten as V1 ones (see rewriteV2)
+	codec        int32           // the codec of its sealed pages (LZ4 becomes LZ4_RAW)
 	pages        map[int64]int64 // plaintext offset of a page header → object offset of its module
 }
 
@@ -117,8 +120,10 @@ const maxPlainFooter = 256 << 20
 // Each file added (AddFile) contributes its row groups, in order, but for
 // those without rows, which are left out; the files must share one schema.
 // A compressed DATA_PAGE_V2 page, which DuckDB cannot read in an encrypted
-// file, is rewritten as the DATA_PAGE (V1) of the same levels and values
-// (see RewrittenPages); every other page is sealed byte for byte.
+// file, is rewritten as the DATA_PAGE (V1) of the same levels and values,
+// and a page of the deprecated LZ4 codec, which neither DuckDB nor arrow-go
+// reads, as the LZ4_RAW page of the same bytes (see RewrittenPages); every
+// other page is sealed byte for byte.
 // Every page header and every page body becomes a module of its own, sealed
 // under the DEK with a fresh nonce and the empty AAD. Page header bytes are
 // sealed unchanged: their compressed_page_size is the plaintext body length,
@@ -175,9 +180,10 @@ func NewSealer(out io.Writer, dek DEK) *Sealer {
 // error from fn stops the Sealer: AddFile returns it, and it is sticky.
 func (s *Sealer) OnRowGroup(fn func(SealedRowGroup) error) { s.onRG = fn }
 
-// RewrittenPages returns how many compressed DATA_PAGE_V2 pages the Sealer
-// has rewritten as DATA_PAGE (V1) ones so far: the only pages it does not
-// seal byte for byte (see ErrCompressedV2).
+// RewrittenPages returns how many pages the Sealer has rewritten so far:
+// compressed DATA_PAGE_V2 pages as DATA_PAGE (V1) ones, and pages of the
+// deprecated LZ4 codec as LZ4_RAW ones (see transcode.go): the only pages
+// it does not seal byte for byte.
 func (s *Sealer) RewrittenPages() int64 { return s.rewritten }
 
 // Offset returns the number of object bytes written so far.
@@ -382,6 +388,7 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int
 		if m.rewritten {
 			noteV1(md)
 		}
+		md.Set(cmdCodec, thrift.I32(m.codec))
 		data, _ := md.I64(cmdDataPageOffset)
 		newData, ok := m.pages[data]
 		if !ok {

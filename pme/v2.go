@@ -128,9 +128,10 @@ func leafLevels(items []thrift.Value) ([]levels, error) {
 
 // rewriteV2 rewrites the compressed DATA_PAGE_V2 page hdr, whose body is
 // body (compressed_page_size bytes), as a DATA_PAGE of a column of levels lv
-// compressed with codec. It returns the encoded page header and the body,
-// in buffers of s's, and the new page's uncompressed size.
-func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv levels) (header, out []byte, usize int32, err error) {
+// compressed with codec, and compresses it with outCodec (codec, but for
+// LZ4, which becomes LZ4_RAW). It returns the encoded page header and the
+// body, in buffers of s's, and the new page's uncompressed size.
+func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec, outCodec int32, lv levels) (header, out []byte, usize int32, err error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: data page V2: %s", ErrPlaintextParquet, fmt.Sprintf(format, args...))
 	}
@@ -158,10 +159,12 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv leve
 	// section, which no codec's format is: parquet-mr writes it so, and
 	// readers (Arrow C++, parquet-rs, DuckDB) decompress nothing.
 	noValues := valuesSize == 0 && len(values) == 0
-	if err := codecbound.Check(codec, values, valuesSize); err != nil && !noValues {
-		return nil, nil, 0, fmt.Errorf("%w: %w", ErrUnboundedPage, err)
+	if codec != codecLZ4 { // (whose decoder is bounded by its output buffer)
+		if err := codecbound.Check(codec, values, valuesSize); err != nil && !noValues {
+			return nil, nil, 0, fmt.Errorf("%w: %w", ErrUnboundedPage, err)
+		}
 	}
-	c, err := compress.GetCodec(compress.Compression(codec))
+	c, err := compress.GetCodec(compress.Compression(outCodec))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: %w", ErrCodec, err)
 	}
@@ -192,7 +195,7 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv leve
 	}
 	if valuesSize > 0 { // (no values: nothing to decompress, and no buffer for a codec to write)
 		dst := v1[len(v1):plainLen]
-		got, err := compress.Decode(c, dst, values)
+		got, err := decompress(codec, dst, values)
 		if err != nil || len(got) != valuesSize {
 			clear(s.v1[:plainLen])
 			return nil, nil, 0, bad("values do not decompress to %d bytes (%d, %v)", valuesSize, len(got), err)

@@ -3,6 +3,7 @@ package writer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -11,9 +12,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/sovm/sop-pme/internal/lz4hadoop"
 	"github.com/sovm/sop-pme/internal/memstore"
 	"github.com/sovm/sop-pme/internal/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
+	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -132,4 +136,91 @@ func TestSealFileEmptyV2Values(t *testing.T) {
 	if got.NumRows() != 7 || got.Column(0).NullN() != 7 {
 		t.Fatalf("%d rows, %d nulls; want 7 and 7", got.NumRows(), got.Column(0).NullN())
 	}
+}
+
+// codecsOf returns the codecs of an object's column chunks, as its footer
+// says.
+func codecsOf(t *testing.T, st *memstore.Store, obj writer.Object) map[compress.Compression]int {
+	t.Helper()
+	f := objectFooter(t, st.Bytes(obj.StorageID), obj.DEK)
+	md, err := metadata.NewFileMetaData(f.Append(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[compress.Compression]int{}
+	eachChunk(md, func(cc *metadata.ColumnChunkMetaData) { out[cc.Compression()]++ })
+	return out
+}
+
+// TestSealFileLZ4: pages of Parquet's deprecated LZ4 codec, which neither
+// DuckDB 1.5.6 nor arrow-go reads, are rewritten as LZ4_RAW pages, whether
+// Hadoop-framed (parquet-mr) or bare blocks (older parquet-cpp), V1 or
+// compressed V2 pages, dictionary pages too; the object's chunks say
+// LZ4_RAW, and it reads back as the file's rows. Before, SealFile refused
+// them (pme.ErrCodec) and import's re-encoding failed in arrow-go
+// ("compression for LZ4 unimplemented"; parquet-testing's three LZ4 files).
+func TestSealFileLZ4(t *testing.T) {
+	_, rec := testTable(t, 2000, "")
+	defer rec.Release()
+	uncompressed := plainParquet(t, rec, parquet.WithMaxRowGroupLength(700), parquet.WithCompression(compress.Codecs.Uncompressed))
+	_, want := readPlain(t, uncompressed)
+	defer want.Release()
+	hadoop, err := plainedit.Recompress(uncompressed, int32(compress.Codecs.Lz4), func(p []byte) []byte { return lz4hadoop.Encode(nil, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// LZ4_RAW pages (bare blocks), V1 and compressed V2, labelled LZ4.
+	bare := editFooter(t, plainParquet(t, rec, parquet.WithMaxRowGroupLength(700), parquet.WithCompression(compress.Codecs.Lz4Raw)), setCodec(int32(compress.Codecs.Lz4)))
+	bareV2 := editFooter(t, plainParquet(t, rec, parquet.WithMaxRowGroupLength(700), parquet.WithCompression(compress.Codecs.Lz4Raw), parquet.WithDataPageVersion(parquet.DataPageV2)), setCodec(int32(compress.Codecs.Lz4)))
+	for name, plain := range map[string][]byte{"hadoop": hadoop, "bare": bare, "bare-v2": bareV2} {
+		t.Run(name, func(t *testing.T) {
+			st := memstore.New()
+			var prog writer.Progress
+			obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)),
+				writer.WithProgress(func(p writer.Progress) { prog = p }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prog.RewrittenPages == 0 {
+				t.Error("no page was rewritten")
+			}
+			if c := codecsOf(t, st, obj); len(c) != 1 || c[compress.Codecs.Lz4Raw] == 0 {
+				t.Errorf("the object's codecs: %v, want LZ4_RAW only", c)
+			}
+			_, got := readSealed(t, st, obj)
+			defer got.Release()
+			sameRows(t, want, got)
+		})
+	}
+	// A page that is neither, under the LZ4 label, is refused as not a
+	// plaintext Parquet file the sealer takes; nothing is published.
+	garbled, err := plainedit.Recompress(uncompressed, int32(compress.Codecs.Lz4), func(p []byte) []byte { return append([]byte{0xff, 0xfe}, p...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newMemStore()
+	if _, err := writer.SealFile(context.Background(), st, bytes.NewReader(garbled), int64(len(garbled))); !errors.Is(err, pme.ErrPlaintextParquet) || !errors.Is(err, lz4hadoop.ErrCorrupt) {
+		t.Errorf("garbled LZ4 pages: %v, want ErrPlaintextParquet and lz4hadoop.ErrCorrupt", err)
+	}
+	if st.count() != 0 {
+		t.Error("a refused file left an object")
+	}
+}
+
+// objectFooter decrypts the footer of an object's bytes.
+func objectFooter(t *testing.T, data []byte, dek pme.DEK) *pme.Footer {
+	t.Helper()
+	flen, err := pme.ParseTrailer(data[len(data)-pme.TrailerSize:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail, err := pme.ParseFooterRegion(data[len(data)-pme.TrailerSize-int(flen) : len(data)-pme.TrailerSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := pme.OpenFooter(dek, tail.FooterBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -478,8 +478,11 @@ func TestSealFileRefusals(t *testing.T) {
 		// decompressor would allocate what it says.
 		"snappy length": {file: clone(good, bumpSnappyLength(t)), want: []error{writer.ErrNotSealable, pme.ErrUnboundedPage}, column: "id", staged: true},
 		// The file as it is, but a codec DuckDB or arrow-go cannot read.
-		"LZ4 (Hadoop)": {file: editFooter(t, good, setCodec(5)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
-		"LZO":          {file: editFooter(t, good, setCodec(3)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
+		"LZO":           {file: editFooter(t, good, setCodec(3)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
+		"unknown codec": {file: editFooter(t, good, setCodec(99)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
+		// Snappy pages labelled LZ4, which the sealer rewrites as LZ4_RAW
+		// (TestSealFileLZ4): they do not decompress.
+		"not LZ4":      {file: editFooter(t, good, setCodec(5)), want: []error{pme.ErrPlaintextParquet}, column: "id", staged: true},
 		"not Parquet":  {file: clone(good, func(b []byte) { copy(b, "XXXX") }), want: []error{pme.ErrPlaintextParquet}},
 		"encrypted":    {file: clone(good, func(b []byte) { copy(b[len(b)-4:], "PARE") }), want: []error{pme.ErrPlaintextParquet}},
 		"truncated":    {file: good[:len(good)/2], want: []error{pme.ErrPlaintextParquet}},
