@@ -38,6 +38,9 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 		if csize > MaxPageSize || usize > MaxPageSize {
 			return nil, fmt.Errorf("%w: page at %d of %d bytes (%d uncompressed); readers decode at most %d", ErrTooLarge, off, csize, usize, MaxPageSize)
 		}
+		if err := checkEncoding(hdr, lv); err != nil {
+			return nil, fmt.Errorf("page at %d: %w", off, err)
+		}
 		v2 := false // a compressed V2 page, which is rewritten
 		if t, _ := hdr.I32(phType); t == pageDataV2 && codec != codecUncompressed {
 			v2 = true // DataPageHeaderV2.is_compressed defaults to true

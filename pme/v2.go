@@ -45,6 +45,8 @@ const (
 	dph2Statistics = 8
 
 	// SchemaElement
+	seType       = 1
+	seTypeLength = 2
 	seRepetition = 3
 
 	// ColumnMetaData
@@ -61,8 +63,12 @@ const (
 	levelsPrefix = 4 // V1's length prefix of each level section
 )
 
-// levels are a leaf column's maximum definition and repetition levels.
-type levels struct{ def, rep int }
+// levels are a leaf column's maximum definition and repetition levels, and
+// its physical type and type_length (-1 if the schema element has none).
+type levels struct {
+	def, rep          int
+	physical, typeLen int32
+}
 
 // leafLevels returns the maximum levels of the leaf columns of a
 // FileMetaData.schema, in column order (the schema's depth-first order).
@@ -112,6 +118,13 @@ func leafLevels(items []thrift.Value) ([]levels, error) {
 		if children == 0 {
 			if i == 0 {
 				continue // a schema without columns
+			}
+			lv.physical, lv.typeLen = -1, -1
+			if t, err := it.Struct.I32(seType); err == nil {
+				lv.physical = t
+			}
+			if n, err := it.Struct.I32(seTypeLength); err == nil {
+				lv.typeLen = n
 			}
 			out = append(out, lv)
 			continue

@@ -224,3 +224,66 @@ func objectFooter(t *testing.T, data []byte, dek pme.DEK) *pme.Footer {
 	}
 	return f
 }
+
+// TestSealFileEncodings: a page in an encoding DuckDB 1.5.6 or arrow-go
+// cannot read (see pme.ErrEncoding) is refused with ErrNotSealable and
+// pme.ErrEncoding, naming its column, and nothing is published; import then
+// re-encodes the rows. Encodings both read seal. Before, the sealer sealed
+// every encoding: BYTE_STREAM_SPLIT INT32, INT64 and FIXED_LEN_BYTE_ARRAY
+// pages made objects DuckDB cannot read with their DEK (parquet-testing's
+// byte_stream_split_extended.gzip.parquet), and so did BIT_PACKED levels.
+// (interop's TestSealerEncodingsDuckDBReads asks DuckDB itself.)
+func TestSealFileEncodings(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "i64", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "fixed", Type: &arrow.FixedSizeBinaryType{ByteWidth: 3}, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := range 500 {
+		b.Field(0).(*array.Int32Builder).Append(int32(i * 3))
+		b.Field(1).(*array.Int64Builder).Append(int64(i) << 20)
+		b.Field(2).(*array.Float64Builder).Append(float64(i) / 3)
+		b.Field(3).(*array.FixedSizeBinaryBuilder).Append([]byte{byte(i), 2, 3})
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	bss := func(col string) []parquet.WriterProperty {
+		return []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithEncodingFor(col, parquet.Encodings.ByteStreamSplit)}
+	}
+	for _, col := range []string{"i32", "i64", "fixed"} {
+		plain := plainParquet(t, rec, bss(col)...)
+		st := newMemStore()
+		_, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithAssignFieldIDs())
+		var ce *pme.ColumnError
+		if !errors.Is(err, writer.ErrNotSealable) || !errors.Is(err, pme.ErrEncoding) || !errors.As(err, &ce) || ce.Column != col {
+			t.Errorf("BYTE_STREAM_SPLIT %s: %v, want ErrNotSealable and pme.ErrEncoding naming %s", col, err, col)
+		}
+		if st.count() != 0 {
+			t.Errorf("BYTE_STREAM_SPLIT %s: an object was published", col)
+		}
+	}
+	// BYTE_STREAM_SPLIT doubles, delta integers, and BIT_PACKED levels
+	// declared for a column that has no such levels (parquet-mr writes it
+	// for the repetition levels of flat columns) seal.
+	plain := plainParquet(t, rec, append(bss("f64"), parquet.WithEncodingFor("i32", parquet.Encodings.DeltaBinaryPacked))...)
+	plain, err := plainedit.Rewrite(plain, func(p *plainedit.Page) error {
+		if dp, err := p.Header.Struct(5); err == nil {
+			dp.Set(4, thrift.I32(int32(parquet.Encodings.BitPacked)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithAssignFieldIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got := readSealed(t, st, obj)
+	defer got.Release()
+	sameRows(t, array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), got)
+}

@@ -70,7 +70,8 @@ func WithAssignFieldIDs() Option {
 // chunk in another file) fails with an error matching
 // pme.ErrPlaintextParquet. A sound file SealFile cannot seal as it is (see
 // ErrNotSealable: a codec other than UNCOMPRESSED, SNAPPY, GZIP, BROTLI,
-// ZSTD, LZ4_RAW or LZ4, a page over pme.MaxPageSize) fails with an error
+// ZSTD, LZ4_RAW or LZ4, an encoding DuckDB cannot read (pme.ErrEncoding),
+// a page over pme.MaxPageSize) fails with an error
 // matching ErrNotSealable and the cause, with a *pme.ColumnError naming the
 // column where one column is the cause; WriteRecords can re-encode it.
 // Such a refusal may come after part of the file was sealed: the pending
@@ -194,7 +195,7 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 
 // sealError marks the Sealer's refusals of a sound file ErrNotSealable.
 func sealError(err error) error {
-	for _, cause := range []error{pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge} {
+	for _, cause := range []error{pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge, pme.ErrEncoding} {
 		if errors.Is(err, cause) {
 			return fmt.Errorf("%w: %w", ErrNotSealable, err)
 		}

@@ -310,6 +310,8 @@ func notSealableWhy(err error) string {
 	switch {
 	case errors.Is(err, pme.ErrCodec):
 		return where + "a codec DuckDB or arrow-go cannot read"
+	case errors.Is(err, pme.ErrEncoding):
+		return where + "an encoding DuckDB cannot read"
 	case errors.Is(err, pme.ErrUnboundedPage):
 		return where + "compressed pages whose bytes do not bound their decompressed size, which readers refuse"
 	case errors.Is(err, pme.ErrTooLarge):
