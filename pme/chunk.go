@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/sovm/sop-pme/internal/codecbound"
+	"github.com/sovm/sop-pme/internal/pagecheck"
 	"github.com/sovm/sop-pme/internal/thrift"
 )
 
 // sealChunk seals the pages of the column chunk c of r, a header module and
 // a body module each, one page in memory at a time.
-func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) (*chunkMap, error) {
+func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels, check pagecheck.Chunk) (*chunkMap, error) {
 	codec, err := md.I32(cmdCodec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: codec: %w", ErrPlaintextParquet, err)
@@ -25,6 +28,9 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 		return nil, fmt.Errorf("%w: codec %s", ErrCodec, codecName(codec))
 	}
 	m := &chunkMap{plain: c, obj: Span{Off: s.pos}, pages: make(map[int64]int64), codec: outCodec}
+	// The reader's page checks, on the pages as they are sealed.
+	check.Codec = compress.Compression(outCodec)
+	pages := pagecheck.New(check, pagecheck.DefaultLimit(c.Len))
 	for off := c.Off; off < c.End(); {
 		hdr, n, err := s.pageHeader(r, off, c.End())
 		if err != nil {
@@ -57,7 +63,7 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 		if _, err := r.ReadAt(body, off+int64(n)); err != nil {
 			return nil, fmt.Errorf("pme: reading page at %d: %w", off, err)
 		}
-		header, plainSize := s.hdr[:n], usize
+		header, plainSize, pageRewritten := s.hdr[:n], usize, false
 		switch t, _ := hdr.I32(phType); {
 		case v2:
 			h, b, u, err := s.rewriteV2(hdr, body, codec, outCodec, lv)
@@ -65,7 +71,7 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 			if err != nil {
 				return nil, fmt.Errorf("page at %d: %w", off, err)
 			}
-			header, body, plainSize = h, b, u
+			header, body, plainSize, pageRewritten = h, b, u, true
 			m.rewritten = true
 			s.rewritten++
 		case transcode && t != pageDataV2:
@@ -74,7 +80,7 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 			if err != nil {
 				return nil, fmt.Errorf("page at %d: %w", off, err)
 			}
-			header, body = h, b
+			header, body, pageRewritten = h, b, true
 			s.rewritten++
 		case t != pageDataV2:
 			// (An uncompressed V2 page has nothing to decompress.)
@@ -83,7 +89,19 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 				return nil, fmt.Errorf("%w: page at %d: %w", ErrUnboundedPage, off, err)
 			}
 		}
+		if err := pages.Page(header, body); err != nil {
+			clear(body)
+			return nil, pageCheckError(err)
+		}
 		m.pages[off] = s.pos
+		if s.onFile != nil {
+			if m.kept == nil {
+				m.kept = make(map[int64]int64)
+				m.keepStart = max(s.file.size, int64(len(magicPAR1)))
+			}
+			m.kept[off] = s.keepPage(off, int64(n)+int64(csize), header, body, pageRewritten)
+			m.keepEnd = s.file.size
+		}
 		if s.sealed, err = s.dek.Seal(s.sealed[:0], header); err != nil {
 			return nil, fmt.Errorf("sealing page header at %d: %w", off, err)
 		}
@@ -97,8 +115,36 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) 
 		m.uncompressed += int64(len(header)+Overhead) + int64(plainSize)
 		off += int64(n) + int64(csize)
 	}
+	if err := pages.Done(); err != nil {
+		return nil, pageCheckError(err)
+	}
 	m.obj.Len = s.pos - m.obj.Off
 	return m, nil
+}
+
+// chunkCheck returns what the page checks need of the column chunk md of
+// column j, of levels lv, in row group rg of rows rows.
+func chunkCheck(md *thrift.Struct, lv levels, rg, j int, rows int64) pagecheck.Chunk {
+	values, _ := md.I64(cmdNumValues)
+	return pagecheck.Chunk{
+		RowGroup: rg, Column: j, Rows: rows, Values: values,
+		MaxDef: int16(lv.def), MaxRep: int16(lv.rep), Physical: parquet.Type(lv.physical), TypeLen: int(lv.typeLen),
+	}
+}
+
+// cmdNumValues is ColumnMetaData.num_values.
+const cmdNumValues = 5
+
+// pageCheckError reports a page the reader's checks refuse: a file whose
+// pages do not agree with its footer is not one the sealer takes
+// (ErrPlaintextParquet); a page whose check needs more memory than a
+// reader's default limit is beyond the format's limits (ErrTooLarge), and
+// may be encoded again.
+func pageCheckError(err error) error {
+	if errors.Is(err, pagecheck.ErrMemoryLimit) {
+		return fmt.Errorf("%w: %w", ErrTooLarge, err)
+	}
+	return fmt.Errorf("%w: the reader's page checks: %w", ErrPlaintextParquet, err)
 }
 
 // codecName names a parquet.thrift CompressionCodec.

@@ -103,6 +103,9 @@ type chunkMap struct {
 	uncompressed int64           // DuckDB's total_uncompressed_size: header modules + uncompressed pages
 	rewritten    bool            // some of its V2 pages were rewritten as V1 ones (see rewriteV2)
 	codec        int32           // the codec of its sealed pages (LZ4 becomes LZ4_RAW)
+	kept         map[int64]int64 // for onFile: plaintext offset of a page header → its offset in the row group file
+	keepStart    int64           // and the chunk's bytes there
+	keepEnd      int64
 	pages        map[int64]int64 // plaintext offset of a page header → object offset of its module
 }
 
@@ -157,6 +160,8 @@ type Sealer struct {
 	v1hdr     []byte   // and its header
 	rewritten int64    // V2 pages rewritten as V1 ones
 	onRG      func(SealedRowGroup) error
+	onFile    func(io.ReaderAt, int64) error // see OnRowGroupFile
+	file      rowGroupFile                   // the row group file being made, for onFile
 	err       error
 }
 
@@ -319,7 +324,7 @@ func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
 			continue
 		}
 		start := s.pos
-		plain, err := s.sealRowGroup(r, size, rg)
+		plain, err := s.sealRowGroup(r, size, rg, i, n)
 		if ce := (*ColumnError)(nil); errors.As(err, &ce) {
 			ce.RowGroup = i
 			return s.fail(err)
@@ -356,12 +361,13 @@ func keyValues(meta *thrift.Struct) []string {
 // sealRowGroup seals the column chunks of rg from r, in column order, and
 // remaps rg to the object's layout. It returns the plaintext size of the
 // chunks.
-func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int64, error) {
+func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct, index int, rows int64) (int64, error) {
 	cols, err := rg.List(rgColumns)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
 	}
 	rgStart, rgLen, plain := s.pos, int64(0), int64(0)
+	var kept []keptChunk // for onFile
 	for j, v := range cols.Items {
 		cc := v.Struct
 		if cc == nil || cc.Field(ccFilePath) != nil {
@@ -381,7 +387,7 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int
 		if j >= len(s.levels) {
 			return 0, fmt.Errorf("%w: column %d of a schema of %d", ErrPlaintextParquet, j, len(s.levels))
 		}
-		m, err := s.sealChunk(r, span, md, s.levels[j])
+		m, err := s.sealChunk(r, span, md, s.levels[j], chunkCheck(md, s.levels[j], index, j, rows))
 		if err != nil {
 			return 0, &ColumnError{Column: columnPath(md, j), Err: err}
 		}
@@ -390,6 +396,9 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int
 		}
 		md.Set(cmdCodec, thrift.I32(m.codec))
 		data, _ := md.I64(cmdDataPageOffset)
+		if s.onFile != nil {
+			kept = append(kept, keptChunk{start: m.keepStart, end: m.keepEnd, data: m.kept[data], dict: m.kept[dict]})
+		}
 		newData, ok := m.pages[data]
 		if !ok {
 			return 0, fmt.Errorf("%w: column %s: data_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
@@ -414,6 +423,11 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int
 	rg.Set(rgFileOffset, thrift.I64(rgStart))
 	rg.Set(rgTotalCompressed, thrift.I64(rgLen))
 	rg.Set(rgOrdinal, thrift.I16(int16(len(s.rgs))))
+	if s.onFile != nil {
+		if err := s.keepRowGroup(r, rg, kept, rows); err != nil {
+			return 0, err
+		}
+	}
 	return plain, nil
 }
 

@@ -44,11 +44,16 @@ const (
 	// ReqFieldIDs: every column of the schema carries a field ID, unique in
 	// the schema (Section 11.2).
 	ReqFieldIDs
+	// ReqRows: the object reads, whole, with the reader's defaults: Open and
+	// a full Scan return every row, without an error (a standards-compliant
+	// Parquet file, Section 11.8; see checkRows).
+	ReqRows
 )
 
 var reqNames = map[Requirement]string{
 	ReqStorageID: "storage_id", ReqMagic: "magic", ReqAlgorithm: "algorithm", ReqKeyRef: "key_ref",
 	ReqModules: "modules", ReqPadEntry: "pad entry", ReqPaddedSize: "padded size", ReqFieldIDs: "field IDs",
+	ReqRows: "rows",
 }
 
 // String returns the requirement's short name, such as "key_ref".
@@ -211,6 +216,10 @@ func Check(ctx context.Context, src verify.Source, id storageid.ID, keys KeyReso
 	}
 	if err != nil {
 		rep.fail(ReqModules, "footer: %v", err)
+		// The reader refuses it too; Check says so.
+		if err := checkRows(ctx, rep, src, id, keys); err != nil {
+			return nil, err
+		}
 		return rep, nil
 	}
 	if err := checkModules(ctx, vr, dek, footer, dataEnd); err != nil {
@@ -223,6 +232,9 @@ func Check(ctx context.Context, src verify.Source, id storageid.ID, keys KeyReso
 	}
 	checkPadding(rep, footer)
 	checkFieldIDs(rep, footer)
+	if err := checkRows(ctx, rep, src, id, keys); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

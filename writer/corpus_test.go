@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -286,4 +287,133 @@ func TestSealFileEncodings(t *testing.T) {
 	_, got := readSealed(t, st, obj)
 	defer got.Release()
 	sameRows(t, array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), got)
+}
+
+// listRecord returns a record of an id and a list<int32> column whose every
+// row has 1 to 3 elements, n rows, and a required fixed-size binary.
+func listRecord(n int) arrow.RecordBatch {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+		{Name: "fixed", Type: &arrow.FixedSizeBinaryType{ByteWidth: 4}},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	lb := b.Field(1).(*array.ListBuilder)
+	for i := range n {
+		b.Field(0).(*array.Int32Builder).Append(int32(i))
+		lb.Append(true)
+		for j := range 1 + i%3 {
+			lb.ValueBuilder().(*array.Int32Builder).Append(int32(i*10 + j))
+		}
+		b.Field(2).(*array.FixedSizeBinaryBuilder).Append([]byte{byte(i), 1, 2, 3})
+	}
+	return b.NewRecordBatch()
+}
+
+// onPages returns an edit of plainedit.Rewrite that applies edit to the
+// data pages of column col.
+func onPages(col int, edit func(p *plainedit.Page) error) func(p *plainedit.Page) error {
+	return func(p *plainedit.Page) error {
+		if p.Column != col {
+			return nil
+		}
+		if typ, _ := p.Header.I32(1); typ != 0 {
+			return nil
+		}
+		return edit(p)
+	}
+}
+
+// TestSealFileRefusesWhatTheReaderRefuses: files whose pages pass every
+// check of the sealer's own but that the reader refuses, made as
+// parquet-testing's bad_data/ has them, are refused with
+// pme.ErrPlaintextParquet naming the reason, and nothing is published
+// (import then tries to encode the rows again, which fails with arrow-go's
+// reason). Before, each sealed, reader.Check called the object conformant,
+// and every read of it failed:
+//
+//   - a page of type INDEX_PAGE among the data pages (ARROW-GH-41317: the
+//     reader's "page type 1"), now refused by the reader's page checks,
+//     which the sealer runs on every page it seals;
+//   - data pages that hold more values than ColumnMetaData.num_values says
+//     (ARROW-RS-GH-6229-LEVELS: "the data pages hold 21 values,
+//     ColumnMetaData.num_values 1"), by the same checks;
+//   - repetition levels that start a record with 1 (ARROW-GH-45185: "record
+//     starts with a nonzero repetition level") and a required column whose
+//     values run short (ARROW-GH-47662: "eof exception"), which only
+//     decoding tells: the sealer decodes each row group as the reader will
+//     before it seals the next.
+func TestSealFileRefusesWhatTheReaderRefuses(t *testing.T) {
+	rec := listRecord(600)
+	defer rec.Release()
+	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false),
+		parquet.WithDataPageSize(512), parquet.WithBatchSize(50), parquet.WithMaxRowGroupLength(300))
+	rewrite := func(edit func(p *plainedit.Page) error) []byte {
+		b, err := plainedit.Rewrite(plain, edit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for name, c := range map[string]struct {
+		file []byte
+		want string
+	}{
+		"index page": {rewrite(onPages(0, func(p *plainedit.Page) error {
+			if p.Index == 1 {
+				p.Header.Set(1, thrift.I32(1)) // INDEX_PAGE
+			}
+			return nil
+		})), "page type 1"},
+		"num_values": {editFooter(t, plain, func(md *thrift.Struct) {
+			rgs, _ := md.List(4)
+			cols, _ := rgs.Items[0].Struct.List(1)
+			cmd, _ := cols.Items[1].Struct.Struct(3)
+			cmd.Set(5, thrift.I64(1))
+		}), "ColumnMetaData.num_values 1"},
+		"repetition level": {rewrite(onPages(1, func(p *plainedit.Page) error {
+			if p.RowGroup != 1 || p.Index != 0 {
+				return nil
+			}
+			// The repetition levels come first (u32 length, then RLE /
+			// bit-packed runs of bit width 1): make the first level 1.
+			p.Body = bytes.Clone(p.Body)
+			run := p.Body[4:]
+			if run[0]&1 == 1 {
+				run[1] |= 1 // a bit-packed run: the first level is the first bit
+			} else {
+				run[1] = 1 // an RLE run: its value
+			}
+			return nil
+		})), "record starts with a nonzero repetition level"},
+		"values short": {rewrite(onPages(2, func(p *plainedit.Page) error {
+			if p.RowGroup != 0 || p.Index != 0 {
+				return nil
+			}
+			p.Body = p.Body[:len(p.Body)-8]
+			p.Header.Set(2, thrift.I32(int32(len(p.Body))))
+			return nil
+		})), "eof"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := newMemStore()
+			_, err := writer.SealFile(context.Background(), st, bytes.NewReader(c.file), int64(len(c.file)), writer.WithAssignFieldIDs())
+			if !errors.Is(err, pme.ErrPlaintextParquet) || errors.Is(err, writer.ErrNotSealable) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want pme.ErrPlaintextParquet saying %q", err, c.want)
+			}
+			if st.count() != 0 || st.abortCount() != st.created {
+				t.Errorf("%d objects published, %d staged, %d aborted", st.count(), st.created, st.abortCount())
+			}
+		})
+	}
+	// The file as it was seals, and reads back.
+	st := memstore.New()
+	obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithAssignFieldIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got := readSealed(t, st, obj)
+	defer got.Release()
+	sameRows(t, array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec}), got)
 }

@@ -154,6 +154,12 @@ func sealOptions(cfg config) error {
 // sealInto seals the file into out and runs steps 2 to 5.
 func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK, r io.ReaderAt, size int64, ids map[int]int32, cfg config, alive func() error) (Object, error) {
 	sealer := pme.NewSealer(out, dek)
+	sealer.OnRowGroupFile(func(f io.ReaderAt, size int64) error {
+		if err := alive(); err != nil {
+			return err
+		}
+		return decodeRowGroup(ctx, f, size)
+	})
 	var prog Progress
 	sealer.OnRowGroup(func(g pme.SealedRowGroup) error {
 		if err := alive(); err != nil {

@@ -37,7 +37,9 @@ func (a *app) checkCmd() *cobra.Command {
 		Long: `Check verifies every byte of the object ID against its storage_id, then reads
 it through verified ranges, opens every module with its DEK, and reports each
 requirement of SOP-PME-1 it tests: storage_id, magic, algorithm, key_ref,
-modules, pad entry, padded size, field IDs. It exits with 0 when the object is
+modules, pad entry, padded size, field IDs, and rows: it reads every row as
+export does, so that an object check calls conformant is one export reads
+(its pages pass the reader's checks and decode). It exits with 0 when the object is
 conformant, 4 when its bytes do not match the storage_id, and 6 when it fails
 another requirement.
 
