@@ -125,8 +125,15 @@ func (k *Checker) fail(format string, args ...any) error {
 
 // Page checks the next page: header is its encoded PageHeader, body its
 // compressed_page_size bytes. The error matches ErrPage or ErrMemoryLimit.
-func (k *Checker) Page(header, body []byte) error {
-	defer func() { k.page++ }()
+// The decompressors it runs (arrow-go's codecs, on bytes a producer chose)
+// may panic: that is an ErrPage error, not a crash.
+func (k *Checker) Page(header, body []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = k.fail("checking it: %v", p)
+		}
+		k.page++
+	}()
 	info := k.info
 	hdr, err := thrift.DecodeExact(header, pageLimits)
 	if err != nil {
