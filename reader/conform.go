@@ -136,7 +136,9 @@ func (r *Report) check(req Requirement, ok bool, format string, args ...any) {
 // Check reports, requirement by requirement, whether the object src holds
 // under id is a conformant SOP-PME-1 object. It first verifies every byte
 // against id; then it reads the object only through verified ranges, and
-// opens every module with the DEK keys resolves for id.
+// opens every module with the DEK keys resolves for id. Last it reads every
+// row as Open and Scan do with their defaults (ReqRows), so that an object
+// Check calls conformant is one the reader reads.
 //
 // Failing requirements are Findings in the Report, not errors: the error is
 // for what stops the check itself (an unknown object, a missing key, a
