@@ -29,6 +29,7 @@ type rowGroupFile struct {
 	kept []byte // the rewritten pages
 	size int64  // the pages' end: where the tail starts
 	tail []byte // the footer, its length and "PAR1"
+	err  error  // the first error reading in
 }
 
 // A segment is the bytes [off, off+n) of the file: the input's from from,
@@ -131,7 +132,13 @@ func (s *Sealer) keepRowGroup(in io.ReaderAt, rg *thrift.Struct, kept []keptChun
 	f.tail = footer.Append(f.tail[:0])
 	f.tail = binary.LittleEndian.AppendUint32(f.tail, uint32(len(f.tail)))
 	f.tail = append(f.tail, magicPAR1...)
-	return s.onFile(f, f.size+int64(len(f.tail)))
+	err = s.onFile(f, f.size+int64(len(f.tail)))
+	if f.err != nil {
+		// A failed read of the input, which the caller's decoder may have
+		// reported as bad bytes: the input's error, not the file's.
+		return fmt.Errorf("pme: reading the input: %w", f.err)
+	}
+	return err
 }
 
 // ReadAt implements io.ReaderAt over the row group file.
@@ -158,6 +165,9 @@ func (f *rowGroupFile) ReadAt(p []byte, off int64) (int, error) {
 			} else {
 				var err error
 				if k, err = f.in.ReadAt(p[n:n+int(want)], sg.from+rel); err != nil && k < int(want) {
+					if f.err == nil {
+						f.err = err
+					}
 					return n + k, err
 				}
 			}
