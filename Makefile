@@ -4,7 +4,7 @@ CARGO_TARGET_DIR ?= $(HOME)/.cache/sop-pme/cargo-target
 export CARGO_TARGET_DIR
 
 .DEFAULT_GOAL := test
-.PHONY: demo test vet unit purego interop sql cli bench fuzz
+.PHONY: demo test vet unit purego interop sql cli bench fuzz corpus
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back. Its KEK and
@@ -60,6 +60,23 @@ cli:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Apache parquet-testing, the corpus arrow-go, parquet-rs and Arrow C++ test
+# against, is not part of this repository (nor of make test): fetch a copy,
+#   git clone https://github.com/apache/parquet-testing /some/dir
+#   make corpus PARQUET_TESTING=/some/dir
+# Every file goes through sop-pme import --assign-field-ids, check, verify
+# and export, compared with pyarrow's read (interop/corpus/run.py; needs
+# python3 with pyarrow); then every file is sealed and DuckDB 1.5.6 reads
+# each object with its DEK, compared with its read of the file
+# (interop/corpus/duckcheck). One JSON line a file, then the counts.
+PARQUET_TESTING ?=
+corpus:
+	@test -d "$(PARQUET_TESTING)" || { echo "usage: make corpus PARQUET_TESTING=/path/to/parquet-testing"; exit 2; }
+	$(GO) build -C cmd/sop-pme -o $(CURDIR)/bin/sop-pme .
+	work=$$(mktemp -d) && trap 'rm -rf "$$work"' EXIT && \
+		python3 interop/corpus/run.py $(CURDIR)/bin/sop-pme "$(PARQUET_TESTING)" "$$work"
+	cd interop && $(GO) run ./corpus/duckcheck "$(PARQUET_TESTING)"
+
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/thrift
@@ -74,5 +91,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFooterRegion -fuzztime $(FUZZTIME) ./pme
 	$(GO) test -run '^$$' -fuzz FuzzImportV1 -fuzztime $(FUZZTIME) ./keyring
 	$(GO) test -run '^$$' -fuzz FuzzDecodeSchema -fuzztime $(FUZZTIME) ./internal/arrowfb
+	$(GO) test -run '^$$' -fuzz FuzzPage -fuzztime $(FUZZTIME) ./internal/pagecheck
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/lz4hadoop
 
 include blobs/iroh/iroh.mk

@@ -57,6 +57,8 @@ func duckValue(arr arrow.Array, i int) any {
 		return a.Value(i)
 	case *array.Binary:
 		return bytes.Clone(a.Value(i))
+	case *array.FixedSizeBinary:
+		return bytes.Clone(a.Value(i))
 	case *array.Decimal128:
 		dt := a.DataType().(*arrow.Decimal128Type)
 		return duckdb.Decimal{Width: uint8(dt.Precision), Scale: uint8(dt.Scale), Value: a.Value(i).BigInt()}

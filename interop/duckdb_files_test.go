@@ -250,8 +250,8 @@ func project(rec arrow.RecordBatch, names ...string) arrow.RecordBatch {
 // sovm:sop-pad-v1 entry), the padded size unless the size happens to be a
 // Padmé fixed point (without a pad entry there is no unpadded size to check
 // it against, so the check may fail it then too), and field IDs if DuckDB was
-// not given FIELD_IDS; and it passes storage_id, magic, algorithm and
-// modules.
+// not given FIELD_IDS, and rows if the reader's default read fails; and it
+// passes storage_id, magic, algorithm and modules.
 func checkDuckDBReport(t *testing.T, st *store, f duckFile, withFieldIDs bool) {
 	t.Helper()
 	rep, err := reader.Check(context.Background(), st, f.id, keys{f.id: f.dek})
@@ -273,6 +273,16 @@ func checkDuckDBReport(t *testing.T, st *store, f duckFile, withFieldIDs bool) {
 	if !withFieldIDs {
 		want = append(want, reader.ReqFieldIDs)
 	}
+	// Check and the reader agree: rows fails exactly when a read with the
+	// reader's defaults fails (a batch beyond the default memory limit, a
+	// column arrow-go does not decode).
+	rec, _, readErr := scan(openReader(t, st, f.id, f.dek))
+	if readErr != nil {
+		want = append(want, reader.ReqRows)
+		t.Logf("the reader's default read fails: %v", readErr)
+	} else {
+		rec.Release()
+	}
 	allowed := slices.Clone(want)
 	if target == size {
 		allowed = append(allowed, reader.ReqPaddedSize)
@@ -287,6 +297,9 @@ func checkDuckDBReport(t *testing.T, st *store, f duckFile, withFieldIDs bool) {
 		if !slices.Contains(allowed, req) {
 			t.Errorf("reader.Check fails %v, which a DuckDB file meets:\n%v", req, rep)
 		}
+	}
+	if readErr == nil && (!slices.Contains(rep.Checked, reader.ReqRows) || rep.Failed(reader.ReqRows)) {
+		t.Errorf("the reader reads the file, and Check does not pass %v:\n%v", reader.ReqRows, rep)
 	}
 	for _, req := range []reader.Requirement{reader.ReqStorageID, reader.ReqMagic, reader.ReqAlgorithm, reader.ReqModules} {
 		if !slices.Contains(rep.Checked, req) || rep.Failed(req) {

@@ -33,6 +33,12 @@ var (
 	// package does not read: AES_GCM_CTR_V1, or module AADs (aad_prefix,
 	// aad_file_unique), which SOP-PME-1 forbids (Section 11.3).
 	ErrUnsupported = errors.New("pme: unsupported encryption algorithm or AAD")
+	// ErrEncryptedParquet reports an encrypted Parquet file where a
+	// plaintext one is wanted (ReadPlainFooter, a Sealer): "PARE" at either
+	// end, or a "PAR1" file whose footer carries encryption fields
+	// (plaintext footer mode, whose column chunks are encrypted). It comes
+	// with ErrPlaintextParquet.
+	ErrEncryptedParquet = errors.New("pme: an encrypted Parquet file")
 	// ErrLayout reports plaintext Parquet, fed to the Sealer, that does not
 	// have the shape it expects (an internal error of the encoder).
 	ErrLayout = errors.New("pme: unexpected plaintext Parquet layout")

@@ -371,8 +371,10 @@ func stripped(key string) bool { return padme.IsReserved(key) || key == ArrowSch
 // to an IPC decoder (its lengths are untrusted: a SOP-PME-1 reader derives
 // the Arrow schema from the Parquet schema); and every reference to bytes
 // outside the column chunks (page indexes, bloom filters, column crypto
-// metadata), which a SOP-PME-1 reader never reads. KeyValues and Append
-// reflect the removal.
+// metadata), which a SOP-PME-1 reader never reads; and every schema
+// element's logicalType that names no type a decoder knows, which readers
+// must ignore (see DropUnknownLogicalTypes). KeyValues and Append reflect
+// the removal.
 func (f *Footer) StripForReading() {
 	if f.meta == nil {
 		f.strip = true
@@ -384,6 +386,7 @@ func (f *Footer) StripForReading() {
 // stripTree is StripForReading on the tree.
 func (f *Footer) stripTree() {
 	f.stripKeys(stripped)
+	f.DropUnknownLogicalTypes()
 	fields := f.meta.Fields[:0]
 	for _, fd := range f.meta.Fields {
 		if fd.ID <= fmdMaxKnown {
@@ -429,6 +432,8 @@ func (f *Footer) dropForReading() func(path []thrift.Node) bool {
 		switch len(path) {
 		case 2: // a FileMetaData field
 			return c.ID() == fmdKeyValueMetadata && c.Type() == thrift.TypeList && !kvLeft || c.ID() > fmdMaxKnown
+		case 4: // a SchemaElement field
+			return unknownLogicalAt(path)
 		case 3: // a key_value_metadata entry
 			if path[1].ID() == fmdKeyValueMetadata {
 				k, err := c.Binary(kvKey)

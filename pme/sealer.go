@@ -2,14 +2,12 @@ package pme
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
-	"github.com/sovm/sop-pme/internal/codecbound"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
 )
@@ -42,8 +40,9 @@ var ErrPlaintextParquet = errors.New("pme: not a plaintext Parquet file this sea
 // ErrCodec reports a column chunk compressed with a codec that the readers
 // of SOP-PME-1 objects cannot be relied on to decompress: DuckDB 1.5.6 and
 // this library's reader (arrow-go) both read UNCOMPRESSED, SNAPPY, GZIP,
-// BROTLI, ZSTD and LZ4_RAW, and a Sealer takes those only. LZO is read by
-// neither, and the deprecated LZ4 codec (Hadoop framing) not by arrow-go.
+// BROTLI, ZSTD and LZ4_RAW, and a Sealer takes those, and the deprecated
+// LZ4 codec (Hadoop framing), which it rewrites as LZ4_RAW (neither reads
+// it). LZO is read by neither, nor is a codec parquet.thrift does not name.
 var ErrCodec = errors.New("pme: compression codec not readable by every SOP-PME-1 reader")
 
 // A ColumnError is a Sealer's refusal of one column chunk: RowGroup is the
@@ -64,8 +63,9 @@ func (e *ColumnError) Error() string {
 // Unwrap returns Err, for errors.Is and errors.As.
 func (e *ColumnError) Unwrap() error { return e.Err }
 
-// The compression codecs (parquet.thrift CompressionCodec) a Sealer takes:
-// those DuckDB 1.5.6 and arrow-go both decompress.
+// The compression codecs (parquet.thrift CompressionCodec) a Sealer seals
+// as they are: those DuckDB 1.5.6 and arrow-go both decompress. (LZ4 is
+// rewritten as LZ4_RAW.)
 var sealableCodecs = map[int32]string{0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 4: "BROTLI", 6: "ZSTD", 7: "LZ4_RAW"}
 
 // More field IDs of parquet.thrift that a Sealer reads.
@@ -101,6 +101,10 @@ type chunkMap struct {
 	obj          Span
 	uncompressed int64           // DuckDB's total_uncompressed_size: header modules + uncompressed pages
 	rewritten    bool            // some of its V2 pages were rewritten as V1 ones (see rewriteV2)
+	codec        int32           // the codec of its sealed pages (LZ4 becomes LZ4_RAW)
+	kept         map[int64]int64 // for onFile: plaintext offset of a page header → its offset in the row group file
+	keepStart    int64           // and the chunk's bytes there
+	keepEnd      int64
 	pages        map[int64]int64 // plaintext offset of a page header → object offset of its module
 }
 
@@ -118,8 +122,10 @@ const maxPlainFooter = 256 << 20
 // Each file added (AddFile) contributes its row groups, in order, but for
 // those without rows, which are left out; the files must share one schema.
 // A compressed DATA_PAGE_V2 page, which DuckDB cannot read in an encrypted
-// file, is rewritten as the DATA_PAGE (V1) of the same levels and values
-// (see RewrittenPages); every other page is sealed byte for byte.
+// file, is rewritten as the DATA_PAGE (V1) of the same levels and values,
+// and a page of the deprecated LZ4 codec, which neither DuckDB nor arrow-go
+// reads, as the LZ4_RAW page of the same bytes (see RewrittenPages); every
+// other page is sealed byte for byte.
 // Every page header and every page body becomes a module of its own, sealed
 // under the DEK with a fresh nonce and the empty AAD. Page header bytes are
 // sealed unchanged: their compressed_page_size is the plaintext body length,
@@ -153,6 +159,8 @@ type Sealer struct {
 	v1hdr     []byte   // and its header
 	rewritten int64    // V2 pages rewritten as V1 ones
 	onRG      func(SealedRowGroup) error
+	onFile    func(io.ReaderAt, int64) error // see OnRowGroupFile
+	file      rowGroupFile                   // the row group file being made, for onFile
 	err       error
 }
 
@@ -176,9 +184,10 @@ func NewSealer(out io.Writer, dek DEK) *Sealer {
 // error from fn stops the Sealer: AddFile returns it, and it is sticky.
 func (s *Sealer) OnRowGroup(fn func(SealedRowGroup) error) { s.onRG = fn }
 
-// RewrittenPages returns how many compressed DATA_PAGE_V2 pages the Sealer
-// has rewritten as DATA_PAGE (V1) ones so far: the only pages it does not
-// seal byte for byte (see ErrCompressedV2).
+// RewrittenPages returns how many pages the Sealer has rewritten so far:
+// compressed DATA_PAGE_V2 pages as DATA_PAGE (V1) ones, and pages of the
+// deprecated LZ4 codec as LZ4_RAW ones (see transcode.go): the only pages
+// it does not seal byte for byte.
 func (s *Sealer) RewrittenPages() int64 { return s.rewritten }
 
 // Offset returns the number of object bytes written so far.
@@ -204,57 +213,6 @@ func (s *Sealer) start() error {
 		return s.emit(magicPARE[:])
 	}
 	return nil
-}
-
-// ReadPlainFooter reads and decodes the footer of the plaintext Parquet file
-// r of size bytes, as AddFile does: the file must have the "PAR1" magic at
-// both ends and a footer of at most 256 MiB, without encryption fields. The
-// error wraps ErrPlaintextParquet. The Footer can be read (Fields) and
-// edited (SetFieldIDs), for a caller that decides about the file before it
-// seals it.
-func ReadPlainFooter(r io.ReaderAt, size int64) (*Footer, error) {
-	meta, err := readFooter(r, size)
-	if err != nil {
-		return nil, err
-	}
-	return &Footer{meta: meta}, nil
-}
-
-// readFooter reads and decodes the footer of the plaintext Parquet file r
-// of size bytes.
-func readFooter(r io.ReaderAt, size int64) (*thrift.Struct, error) {
-	if size < 12 {
-		return nil, fmt.Errorf("%w: %d bytes", ErrPlaintextParquet, size)
-	}
-	var head, tail [8]byte
-	if _, err := r.ReadAt(head[:4], 0); err != nil {
-		return nil, fmt.Errorf("pme: reading plaintext Parquet: %w", err)
-	}
-	if _, err := r.ReadAt(tail[:], size-8); err != nil {
-		return nil, fmt.Errorf("pme: reading plaintext Parquet: %w", err)
-	}
-	if string(head[:4]) == "PARE" || string(tail[4:]) == "PARE" {
-		return nil, fmt.Errorf("%w: the file is encrypted", ErrPlaintextParquet)
-	}
-	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
-		return nil, fmt.Errorf("%w: no PAR1 magic at both ends", ErrPlaintextParquet)
-	}
-	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if flen > size-12 || flen > maxPlainFooter {
-		return nil, fmt.Errorf("%w: footer of %d bytes in a file of %d", ErrPlaintextParquet, flen, size)
-	}
-	raw := make([]byte, flen)
-	if _, err := r.ReadAt(raw, size-8-flen); err != nil {
-		return nil, fmt.Errorf("pme: reading plaintext Parquet: %w", err)
-	}
-	meta, err := thrift.DecodeExact(raw, footerLimits(len(raw)))
-	if err != nil {
-		return nil, fmt.Errorf("%w: footer: %w", ErrPlaintextParquet, err)
-	}
-	if meta.Field(fmdEncryptionAlgo) != nil || meta.Field(fmdFooterSigningKeyMD) != nil {
-		return nil, fmt.Errorf("%w: the footer carries encryption fields (plaintext footer mode)", ErrPlaintextParquet)
-	}
-	return meta, nil
 }
 
 // AddFile seals the row groups of the plaintext Parquet file r, of size
@@ -309,7 +267,7 @@ func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
 			continue
 		}
 		start := s.pos
-		plain, err := s.sealRowGroup(r, size, rg)
+		plain, err := s.sealRowGroup(r, size, rg, i, n)
 		if ce := (*ColumnError)(nil); errors.As(err, &ce) {
 			ce.RowGroup = i
 			return s.fail(err)
@@ -346,12 +304,13 @@ func keyValues(meta *thrift.Struct) []string {
 // sealRowGroup seals the column chunks of rg from r, in column order, and
 // remaps rg to the object's layout. It returns the plaintext size of the
 // chunks.
-func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int64, error) {
+func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct, index int, rows int64) (int64, error) {
 	cols, err := rg.List(rgColumns)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
 	}
 	rgStart, rgLen, plain := s.pos, int64(0), int64(0)
+	var kept []keptChunk // for onFile
 	for j, v := range cols.Items {
 		cc := v.Struct
 		if cc == nil || cc.Field(ccFilePath) != nil {
@@ -371,14 +330,18 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int
 		if j >= len(s.levels) {
 			return 0, fmt.Errorf("%w: column %d of a schema of %d", ErrPlaintextParquet, j, len(s.levels))
 		}
-		m, err := s.sealChunk(r, span, md, s.levels[j])
+		m, err := s.sealChunk(r, span, md, s.levels[j], chunkCheck(md, s.levels[j], index, j, rows))
 		if err != nil {
 			return 0, &ColumnError{Column: columnPath(md, j), Err: err}
 		}
 		if m.rewritten {
 			noteV1(md)
 		}
+		md.Set(cmdCodec, thrift.I32(m.codec))
 		data, _ := md.I64(cmdDataPageOffset)
+		if s.onFile != nil {
+			kept = append(kept, keptChunk{start: m.keepStart, end: m.keepEnd, data: m.kept[data], dict: m.kept[dict]})
+		}
 		newData, ok := m.pages[data]
 		if !ok {
 			return 0, fmt.Errorf("%w: column %s: data_page_offset is not a page", ErrPlaintextParquet, columnPath(md, j))
@@ -403,6 +366,11 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct) (int
 	rg.Set(rgFileOffset, thrift.I64(rgStart))
 	rg.Set(rgTotalCompressed, thrift.I64(rgLen))
 	rg.Set(rgOrdinal, thrift.I16(int16(len(s.rgs))))
+	if s.onFile != nil {
+		if err := s.keepRowGroup(r, rg, kept, rows); err != nil {
+			return 0, err
+		}
+	}
 	return plain, nil
 }
 
@@ -417,121 +385,6 @@ func columnPath(md *thrift.Struct, j int) string {
 		return strings.Join(parts, ".")
 	}
 	return fmt.Sprintf("%d", j)
-}
-
-// sealChunk seals the pages of the column chunk c of r, a header module and
-// a body module each, one page in memory at a time.
-func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels) (*chunkMap, error) {
-	codec, err := md.I32(cmdCodec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: codec: %w", ErrPlaintextParquet, err)
-	}
-	if _, ok := sealableCodecs[codec]; !ok {
-		return nil, fmt.Errorf("%w: codec %s", ErrCodec, codecName(codec))
-	}
-	m := &chunkMap{plain: c, obj: Span{Off: s.pos}, pages: make(map[int64]int64)}
-	for off := c.Off; off < c.End(); {
-		hdr, n, err := s.pageHeader(r, off, c.End())
-		if err != nil {
-			return nil, err
-		}
-		csize, err1 := hdr.I32(phCompressedSize)
-		usize, err2 := hdr.I32(phUncompressedSize)
-		if err1 != nil || err2 != nil || csize < 0 || usize < 0 || int64(csize) > c.End()-off-int64(n) {
-			return nil, fmt.Errorf("%w: page header at %d: bad sizes", ErrPlaintextParquet, off)
-		}
-		if csize > MaxPageSize || usize > MaxPageSize {
-			return nil, fmt.Errorf("%w: page at %d of %d bytes (%d uncompressed); readers decode at most %d", ErrTooLarge, off, csize, usize, MaxPageSize)
-		}
-		v2 := false // a compressed V2 page, which is rewritten
-		if t, _ := hdr.I32(phType); t == pageDataV2 && codec != codecUncompressed {
-			v2 = true // DataPageHeaderV2.is_compressed defaults to true
-			if h, err := hdr.Struct(phDataPageV2); err == nil {
-				if b, err := h.Bool(dph2IsCompressed); err == nil {
-					v2 = b
-				}
-			}
-		}
-		if cap(s.body) < int(csize) {
-			s.body = make([]byte, csize)
-		}
-		body := s.body[:csize]
-		if _, err := r.ReadAt(body, off+int64(n)); err != nil {
-			return nil, fmt.Errorf("pme: reading page at %d: %w", off, err)
-		}
-		header, plainSize := s.hdr[:n], usize
-		switch t, _ := hdr.I32(phType); {
-		case v2:
-			h, b, u, err := s.rewriteV2(hdr, body, codec, lv)
-			clear(body)
-			if err != nil {
-				return nil, fmt.Errorf("page at %d: %w", off, err)
-			}
-			header, body, plainSize = h, b, u
-			m.rewritten = true
-			s.rewritten++
-		case t != pageDataV2:
-			// (An uncompressed V2 page has nothing to decompress.)
-			if err := codecbound.Check(codec, body, int(usize)); err != nil {
-				clear(body)
-				return nil, fmt.Errorf("%w: page at %d: %w", ErrUnboundedPage, off, err)
-			}
-		}
-		m.pages[off] = s.pos
-		if s.sealed, err = s.dek.Seal(s.sealed[:0], header); err != nil {
-			return nil, fmt.Errorf("sealing page header at %d: %w", off, err)
-		}
-		if s.sealed, err = s.dek.Seal(s.sealed, body); err != nil {
-			return nil, fmt.Errorf("sealing page at %d: %w", off, err)
-		}
-		clear(body)
-		if err := s.emit(s.sealed); err != nil {
-			return nil, err
-		}
-		m.uncompressed += int64(len(header)+Overhead) + int64(plainSize)
-		off += int64(n) + int64(csize)
-	}
-	m.obj.Len = s.pos - m.obj.Off
-	return m, nil
-}
-
-// codecName names a parquet.thrift CompressionCodec.
-func codecName(c int32) string {
-	switch c {
-	case 3:
-		return "LZO"
-	case 5:
-		return "LZ4 (deprecated, Hadoop framing)"
-	}
-	if n, ok := sealableCodecs[c]; ok {
-		return n
-	}
-	return fmt.Sprintf("%d (unknown)", c)
-}
-
-// pageHeader reads and decodes the page header at off of r, which must end
-// before end, into s.hdr. It reads a small window first and widens it only
-// for a large header.
-func (s *Sealer) pageHeader(r io.ReaderAt, off, end int64) (*thrift.Struct, int, error) {
-	for probe := int64(4 << 10); ; probe *= 4 {
-		probe = min(probe, end-off)
-		if int64(cap(s.hdr)) < probe {
-			s.hdr = make([]byte, probe)
-		}
-		w := s.hdr[:probe]
-		if _, err := r.ReadAt(w, off); err != nil {
-			return nil, 0, fmt.Errorf("pme: reading page header at %d: %w", off, err)
-		}
-		hdr, n, err := thrift.Decode(w, thriftLimits)
-		if err == nil {
-			// The header aliases s.hdr; the caller reads it before the next
-			// call.
-			return hdr, n, nil
-		}
-		if !errors.Is(err, thrift.ErrTruncated) || probe == end-off {
-			return nil, 0, fmt.Errorf("%w: page header at %d: %w", ErrPlaintextParquet, off, err)
-		}
-	}
 }
 
 // Close returns the object's footer: the first file's FileMetaData with the
@@ -590,6 +443,7 @@ func (f *Footer) AppendSchema(dst []byte, tag bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	elems = withoutUnknownLogical(elems)
 	version := thrift.I32(1)
 	if v := f.meta.Field(fmdVersion); v != nil && v.Type == thrift.TypeI32 {
 		version = *v

@@ -45,6 +45,8 @@ const (
 	dph2Statistics = 8
 
 	// SchemaElement
+	seType       = 1
+	seTypeLength = 2
 	seRepetition = 3
 
 	// ColumnMetaData
@@ -61,8 +63,12 @@ const (
 	levelsPrefix = 4 // V1's length prefix of each level section
 )
 
-// levels are a leaf column's maximum definition and repetition levels.
-type levels struct{ def, rep int }
+// levels are a leaf column's maximum definition and repetition levels, and
+// its physical type and type_length (-1 if the schema element has none).
+type levels struct {
+	def, rep          int
+	physical, typeLen int32
+}
 
 // leafLevels returns the maximum levels of the leaf columns of a
 // FileMetaData.schema, in column order (the schema's depth-first order).
@@ -113,6 +119,13 @@ func leafLevels(items []thrift.Value) ([]levels, error) {
 			if i == 0 {
 				continue // a schema without columns
 			}
+			lv.physical, lv.typeLen = -1, -1
+			if t, err := it.Struct.I32(seType); err == nil {
+				lv.physical = t
+			}
+			if n, err := it.Struct.I32(seTypeLength); err == nil {
+				lv.typeLen = n
+			}
 			out = append(out, lv)
 			continue
 		}
@@ -128,9 +141,10 @@ func leafLevels(items []thrift.Value) ([]levels, error) {
 
 // rewriteV2 rewrites the compressed DATA_PAGE_V2 page hdr, whose body is
 // body (compressed_page_size bytes), as a DATA_PAGE of a column of levels lv
-// compressed with codec. It returns the encoded page header and the body,
-// in buffers of s's, and the new page's uncompressed size.
-func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv levels) (header, out []byte, usize int32, err error) {
+// compressed with codec, and compresses it with outCodec (codec, but for
+// LZ4, which becomes LZ4_RAW). It returns the encoded page header and the
+// body, in buffers of s's, and the new page's uncompressed size.
+func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec, outCodec int32, lv levels) (header, out []byte, usize int32, err error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: data page V2: %s", ErrPlaintextParquet, fmt.Sprintf(format, args...))
 	}
@@ -154,10 +168,16 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv leve
 	}
 	rep, def, values := body[:repLen], body[repLen:repLen+defLen], body[repLen+defLen:]
 	valuesSize := int(oldUsize - defLen - repLen)
-	if err := codecbound.Check(codec, values, valuesSize); err != nil {
-		return nil, nil, 0, fmt.Errorf("%w: %w", ErrUnboundedPage, err)
+	// A page without values (all nulls, or none) may have an empty values
+	// section, which no codec's format is: parquet-mr writes it so, and
+	// readers (Arrow C++, parquet-rs, DuckDB) decompress nothing.
+	noValues := valuesSize == 0 && len(values) == 0
+	if codec != codecLZ4 { // (whose decoder is bounded by its output buffer)
+		if err := codecbound.Check(codec, values, valuesSize); err != nil && !noValues {
+			return nil, nil, 0, fmt.Errorf("%w: %w", ErrUnboundedPage, err)
+		}
 	}
-	c, err := compress.GetCodec(compress.Compression(codec))
+	c, err := compress.GetCodec(compress.Compression(outCodec))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: %w", ErrCodec, err)
 	}
@@ -188,7 +208,7 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec int32, lv leve
 	}
 	if valuesSize > 0 { // (no values: nothing to decompress, and no buffer for a codec to write)
 		dst := v1[len(v1):plainLen]
-		got, err := compress.Decode(c, dst, values)
+		got, err := decompress(codec, dst, values)
 		if err != nil || len(got) != valuesSize {
 			clear(s.v1[:plainLen])
 			return nil, nil, 0, bad("values do not decompress to %d bytes (%d, %v)", valuesSize, len(got), err)

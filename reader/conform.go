@@ -46,11 +46,16 @@ const (
 	// ReqFieldIDs: every column of the schema carries a positive field ID,
 	// unique in the schema (Section 11.2).
 	ReqFieldIDs
+	// ReqRows: the object reads, whole, with the reader's defaults: Open and
+	// a full Scan return every row, without an error (a standards-compliant
+	// Parquet file, Section 11.8; see checkRows).
+	ReqRows
 )
 
 var reqNames = map[Requirement]string{
 	ReqStorageID: "storage_id", ReqMagic: "magic", ReqAlgorithm: "algorithm", ReqKeyRef: "key_ref",
 	ReqModules: "modules", ReqPadEntry: "pad entry", ReqPaddedSize: "padded size", ReqFieldIDs: "field IDs",
+	ReqRows: "rows",
 }
 
 // String returns the requirement's short name, such as "key_ref".
@@ -133,7 +138,9 @@ func (r *Report) check(req Requirement, ok bool, format string, args ...any) {
 // Check reports, requirement by requirement, whether the object src holds
 // under id is a conformant SOP-PME-1 object. It first verifies every byte
 // against id; then it reads the object only through verified ranges, and
-// opens every module with the DEK keys resolves for id.
+// opens every module with the DEK keys resolves for id. Last it reads every
+// row as Open and Scan do with their defaults (ReqRows), so that an object
+// Check calls conformant is one the reader reads.
 //
 // Failing requirements are Findings in the Report, not errors: the error is
 // for what stops the check itself (an unknown object, a missing key, a
@@ -217,6 +224,10 @@ func Check(ctx context.Context, src verify.Source, id storageid.ID, keys KeyReso
 	}
 	if err != nil {
 		rep.fail(ReqModules, "footer: %v", err)
+		// The reader refuses it too; Check says so.
+		if err := checkRows(ctx, rep, src, id, keys); err != nil {
+			return nil, err
+		}
 		return rep, nil
 	}
 	if err := checkModules(ctx, vr, dek, footer, dataEnd); err != nil {
@@ -229,6 +240,9 @@ func Check(ctx context.Context, src verify.Source, id storageid.ID, keys KeyReso
 	}
 	checkPadding(rep, footer)
 	checkFieldIDs(rep, footer)
+	if err := checkRows(ctx, rep, src, id, keys); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

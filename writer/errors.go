@@ -42,7 +42,8 @@ var (
 	ErrEncode = errors.New("writer: Parquet encoding failed")
 	// ErrNotSealable reports a plaintext Parquet file that SealFile cannot
 	// turn into an object byte for byte, though it may be a sound file:
-	// a codec not every reader decompresses (pme.ErrCodec), a compressed
+	// a codec not every reader decompresses (pme.ErrCodec), an encoding
+	// DuckDB cannot decode (pme.ErrEncoding), a compressed
 	// page whose bytes do not bound its decompression (pme.ErrUnboundedPage,
 	// such as a streaming zstd compressor's large frames), a page or a
 	// row-group count beyond the format's limits (pme.ErrTooLarge), or a

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/sovm/sop-pme/padme"
 )
 
@@ -246,8 +247,37 @@ func withChildren(t arrow.DataType, edit func([]arrow.Field) ([]arrow.Field, err
 			return nil, err
 		}
 		return arrow.StructOf(fs...), nil
+	case *extensions.VariantType:
+		// A VARIANT group's metadata, value and typed_value are columns
+		// of their own, and carry IDs like a struct's fields (pqarrow
+		// reads and writes them from the storage struct's fields).
+		st, err := withChildren(t.StorageType(), edit)
+		if err != nil {
+			return nil, err
+		}
+		vt, err := extensions.NewVariantType(st)
+		if err != nil {
+			return nil, fmt.Errorf("%w: variant with numbered fields: %w", ErrFieldID, err)
+		}
+		return vt, nil
+	case arrow.ExtensionType:
+		// Another extension type cannot be rebuilt over a storage type
+		// whose fields carry new IDs: its fields must have theirs.
+		if missingUnder(t.StorageType()) {
+			return nil, fmt.Errorf("%w: extension type %s has fields without IDs, which cannot be given any (give them in its storage type)", ErrFieldID, t.ExtensionName())
+		}
 	}
 	return t, nil
+}
+
+// missingUnder reports whether a field nested in t lacks an ID.
+func missingUnder(t arrow.DataType) bool {
+	for _, c := range childFields(t) {
+		if _, ok, _ := fieldID(c.field, ""); !ok || missingUnder(c.field.Type) {
+			return true
+		}
+	}
+	return false
 }
 
 // withMetadata returns md with key set to value.

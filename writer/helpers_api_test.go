@@ -23,7 +23,11 @@ func ids(s *arrow.Schema) string {
 	walk = func(f arrow.Field, path string) {
 		id, _ := f.Metadata.GetValue(writer.FieldIDKey)
 		out = append(out, path+"="+id)
-		switch t := f.Type.(type) {
+		typ := f.Type
+		if ext, ok := typ.(arrow.ExtensionType); ok {
+			typ = ext.StorageType() // a variant's metadata, value, typed_value
+		}
+		switch t := typ.(type) {
 		case *arrow.MapType:
 			walk(t.KeyField(), path+".key")
 			walk(t.ItemField(), path+".value")

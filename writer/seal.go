@@ -38,7 +38,9 @@ func WithAssignFieldIDs() Option {
 // nothing published and the staged bytes discarded.
 //
 // The file's row groups, pages, codecs, encodings, statistics and
-// key-value metadata are kept; page indexes and bloom filters are dropped
+// key-value metadata are kept, but for the pages the Sealer rewrites as
+// DuckDB reads them (compressed V2 pages as V1 ones, LZ4 pages as LZ4_RAW
+// ones; see pme.Sealer); page indexes and bloom filters are dropped
 // and their offsets cleared, as SOP-PME-1 objects (and DuckDB's encrypted
 // files) have none. Options: WithContext, WithMetadata (entries appended
 // after the file's own), WithProgress (called after each row group sealed
@@ -67,9 +69,9 @@ func WithAssignFieldIDs() Option {
 // both ends, an encrypted file, a malformed footer or page header, a column
 // chunk in another file) fails with an error matching
 // pme.ErrPlaintextParquet. A sound file SealFile cannot seal as it is (see
-// ErrNotSealable: compressed DATA_PAGE_V2 pages, which DuckDB cannot read
-// in an encrypted file, a codec other than UNCOMPRESSED, SNAPPY, GZIP,
-// BROTLI, ZSTD or LZ4_RAW, a page over pme.MaxPageSize) fails with an error
+// ErrNotSealable: a codec other than UNCOMPRESSED, SNAPPY, GZIP, BROTLI,
+// ZSTD, LZ4_RAW or LZ4, an encoding DuckDB cannot read (pme.ErrEncoding),
+// a page over pme.MaxPageSize) fails with an error
 // matching ErrNotSealable and the cause, with a *pme.ColumnError naming the
 // column where one column is the cause; WriteRecords can re-encode it.
 // Such a refusal may come after part of the file was sealed: the pending
@@ -152,6 +154,12 @@ func sealOptions(cfg config) error {
 // sealInto seals the file into out and runs steps 2 to 5.
 func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK, r io.ReaderAt, size int64, ids map[int]int32, cfg config, alive func() error) (Object, error) {
 	sealer := pme.NewSealer(out, dek)
+	sealer.OnRowGroupFile(func(f io.ReaderAt, size int64) error {
+		if err := alive(); err != nil {
+			return err
+		}
+		return decodeRowGroup(ctx, f, size)
+	})
 	var prog Progress
 	sealer.OnRowGroup(func(g pme.SealedRowGroup) error {
 		if err := alive(); err != nil {
@@ -193,7 +201,7 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 
 // sealError marks the Sealer's refusals of a sound file ErrNotSealable.
 func sealError(err error) error {
-	for _, cause := range []error{pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge} {
+	for _, cause := range []error{pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge, pme.ErrEncoding} {
 		if errors.Is(err, cause) {
 			return fmt.Errorf("%w: %w", ErrNotSealable, err)
 		}

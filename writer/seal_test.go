@@ -478,8 +478,11 @@ func TestSealFileRefusals(t *testing.T) {
 		// decompressor would allocate what it says.
 		"snappy length": {file: clone(good, bumpSnappyLength(t)), want: []error{writer.ErrNotSealable, pme.ErrUnboundedPage}, column: "id", staged: true},
 		// The file as it is, but a codec DuckDB or arrow-go cannot read.
-		"LZ4 (Hadoop)": {file: editFooter(t, good, setCodec(5)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
-		"LZO":          {file: editFooter(t, good, setCodec(3)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
+		"LZO":           {file: editFooter(t, good, setCodec(3)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
+		"unknown codec": {file: editFooter(t, good, setCodec(99)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
+		// Snappy pages labelled LZ4, which the sealer rewrites as LZ4_RAW
+		// (TestSealFileLZ4): they do not decompress.
+		"not LZ4":      {file: editFooter(t, good, setCodec(5)), want: []error{pme.ErrPlaintextParquet}, column: "id", staged: true},
 		"not Parquet":  {file: clone(good, func(b []byte) { copy(b, "XXXX") }), want: []error{pme.ErrPlaintextParquet}},
 		"encrypted":    {file: clone(good, func(b []byte) { copy(b[len(b)-4:], "PARE") }), want: []error{pme.ErrPlaintextParquet}},
 		"truncated":    {file: good[:len(good)/2], want: []error{pme.ErrPlaintextParquet}},
@@ -768,9 +771,10 @@ func (p *hashPending) Commit(context.Context) (storageid.ID, error) {
 }
 func (p *hashPending) Abort() error { return nil }
 
-// TestSealFileMemory seals a 96 MiB file of 1 MiB pages, read from disk,
-// and measures the peak Go heap while it does: bounded by a few pages, not
-// by the file.
+// TestSealFileMemory seals a 192 MiB file of 1 MiB pages, read from disk,
+// and measures the peak Go heap while it does: bounded by a few pages and
+// the decoding of a batch (SealFile decodes each row group as the reader
+// will), not by the file or its row groups (24 MiB each).
 func TestSealFileMemory(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short, not under CI: writes a 96 MiB file")
@@ -795,7 +799,7 @@ func TestSealFileMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
+	for range 8 {
 		rec := array.NewRecordBatch(schema, []arrow.Array{col, col}, int64(n))
 		if err := fw.Write(rec); err != nil {
 			t.Fatal(err)
@@ -842,10 +846,11 @@ func TestSealFileMemory(t *testing.T) {
 	growth := float64(peak.Load()) - float64(base.HeapInuse)
 	t.Logf("file %.1f MiB, object %.1f MiB; peak heap %.1f MiB over %.1f MiB before", float64(fi.Size())/(1<<20), float64(obj.Size)/(1<<20), growth/(1<<20), float64(base.HeapInuse)/(1<<20))
 	// A page of plaintext, its sealed modules, the sink's buffers on their
-	// way to the store (at most 5 MiB), and the footer: a few pages live,
-	// and as much again of garbage the collector has not yet taken; the
-	// file is 96 pages.
-	if limit := 32.0 * pageSize; growth > limit || math.IsNaN(growth) {
+	// way to the store (at most 5 MiB), and the footer: a few pages live;
+	// decoding a batch of 65,536 rows (a page, a read buffer and the
+	// batch's values for each column); and as much again of garbage the
+	// collector has not yet taken. The file is 192 pages, a row group 24.
+	if limit := 64.0 * pageSize; growth > limit || math.IsNaN(growth) {
 		t.Errorf("peak heap grew by %.1f MiB sealing a %.1f MiB file; want at most %.0f MiB", growth/(1<<20), float64(fi.Size())/(1<<20), limit/(1<<20))
 	}
 }

@@ -236,9 +236,10 @@ type Progress struct {
 	// RowGroups counts the row groups encoded, sealed and handed to the
 	// store.
 	RowGroups int
-	// RewrittenPages counts, in SealFile, the compressed DATA_PAGE_V2 pages
-	// rewritten as DATA_PAGE (V1) ones, the only pages it does not seal
-	// byte for byte (see pme.ErrCompressedV2). The Writer leaves it 0.
+	// RewrittenPages counts, in SealFile, the pages rewritten rather than
+	// sealed byte for byte: compressed DATA_PAGE_V2 pages as DATA_PAGE (V1)
+	// ones, and pages of the deprecated LZ4 codec as LZ4_RAW ones (see
+	// pme.Sealer.RewrittenPages). The Writer leaves it 0.
 	RewrittenPages int64
 }
 

@@ -58,8 +58,11 @@ func (a *app) checkCmd() *cobra.Command {
 the store) against its storage_id, then reads it through verified ranges,
 opens every module with its DEK, and reports each requirement of SOP-PME-1
 it tests: storage_id, magic, algorithm, key_ref, modules, pad entry, padded
-size, field IDs. For an object whose bytes do not match, it names the first
-damaged range and the row group and column, or the footer, it falls in.
+size, field IDs, and rows: it reads every row as export does, so that an
+object check calls conformant is one export reads (its pages pass the
+reader's checks and decode). For an object whose bytes do not match, it
+names the first damaged range and the row group and column, or the footer,
+it falls in.
 
 An ID is a storage_id or a unique prefix of one (at least 8 hex digits).
 With several objects, check reports each and ends with a summary, going on

@@ -119,8 +119,24 @@ func classify(err error, subject string) (int, string) {
 }
 
 // prefix matches the package prefixes of the library's errors ("reader: ",
-// "verify: ", ...): the command prints its own, once.
+// "verify: ", ...): the command prints its own, once (see dropPrefixes).
 var prefix = regexp.MustCompile(`\b(reader|verify|blobs|keyring|pme|writer|storageid|padme|keyref|formats|parquet|arrow/ipc|arrow/csv|sopsql): `)
+
+// dropPrefixes removes the package prefixes from s, but for a match that
+// ends a file name: "orders.parquet: " keeps its extension.
+func dropPrefixes(s string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range prefix.FindAllStringIndex(s, -1) {
+		if m[0] > 0 && strings.IndexByte("./-_", s[m[0]-1]) >= 0 {
+			continue
+		}
+		b.WriteString(s[last:m[0]])
+		last = m[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
 
 // clean returns err's text on one line, without the library's package
 // prefixes and with any repeated segment ("x: x: y") said once.
@@ -129,7 +145,7 @@ func clean(err error) string { return cleanText(err.Error()) }
 // cleanText is clean for a message already made text.
 func cleanText(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	s = prefix.ReplaceAllString(s, "")
+	s = dropPrefixes(s)
 	parts := strings.Split(s, ": ")
 	out := parts[:0]
 	seen := map[string]bool{}

@@ -49,9 +49,11 @@ type importResult struct {
 	// again: writer.WriteRecords), and ReencodeReason why not sealed.
 	Path           string `json:"path"`
 	ReencodeReason string `json:"reencode_reason,omitempty"`
-	// RewrittenPages counts, on the sealed path, the compressed V2 pages
-	// rewritten as V1 ones (DuckDB cannot read them in an encrypted file):
-	// their values decompressed and compressed again, nothing decoded.
+	// RewrittenPages counts, on the sealed path, the pages rewritten:
+	// compressed V2 pages as V1 ones (DuckDB cannot read them in an
+	// encrypted file), and pages of the deprecated LZ4 codec as LZ4_RAW
+	// ones (DuckDB and arrow-go cannot read it): decompressed and
+	// compressed again, nothing decoded.
 	RewrittenPages int64 `json:"rewritten_pages,omitempty"`
 }
 
@@ -108,10 +110,12 @@ A plaintext Parquet file is sealed byte for byte when it can be: its pages,
 row groups, codecs and encodings are kept, each page becomes an encrypted
 module, and nothing is decoded (page indexes and bloom filters are dropped).
 Its memory is then about a page, and it runs at the speed of encryption and
-hashing. The rows are encoded again instead when the file cannot be sealed as
-it is (compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an
-encrypted file; a codec DuckDB or arrow-go cannot read; pages or row groups
-beyond the format's limits), when it comes from stdin, when --codec,
+hashing. Compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an
+encrypted file, are rewritten as V1 pages, and pages of the deprecated LZ4
+codec, which DuckDB and arrow-go cannot read, as LZ4_RAW pages: decompressed
+and compressed again, nothing decoded. The rows are encoded again instead when the file cannot be sealed as
+it is (a codec DuckDB or arrow-go cannot read, such as LZO; an encoding
+DuckDB cannot read; pages or row groups beyond the format's limits), when it comes from stdin, when --codec,
 --row-group-rows or --row-group-bytes ask for another layout, and with
 --reencode. A refusal found midway discards what was sealed before the rows
 are encoded. The summary line and --json say which path was taken, and why.
@@ -326,6 +330,8 @@ func notSealableWhy(err error) string {
 	switch {
 	case errors.Is(err, pme.ErrCodec):
 		return where + "a codec DuckDB or arrow-go cannot read"
+	case errors.Is(err, pme.ErrEncoding):
+		return where + "an encoding DuckDB cannot read"
 	case errors.Is(err, pme.ErrUnboundedPage):
 		return where + "compressed pages whose bytes do not bound their decompressed size, which readers refuse"
 	case errors.Is(err, pme.ErrTooLarge):
@@ -360,12 +366,14 @@ func sealParquet(ctx context.Context, st blobs.Store, path string, assign bool, 
 	return writer.SealFile(ctx, st, f, fi.Size(), opts...)
 }
 
-// rewritten says how many compressed V2 pages sealing rewrote, if any.
+// rewritten says how many pages sealing rewrote, if any: compressed V2
+// pages as V1 ones and deprecated LZ4 pages as LZ4_RAW ones, which DuckDB
+// reads.
 func rewritten(n int64) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", but for %d compressed V2 %s rewritten as V1", n, plural(int(n), "page", "pages"))
+	return fmt.Sprintf(", but for %d %s rewritten as DuckDB reads them (compressed V2 as V1, LZ4 as LZ4_RAW)", n, plural(int(n), "page", "pages"))
 }
 
 func parseCodec(s string) (writer.Codec, error) {
@@ -435,7 +443,7 @@ func missingFieldIDs(schema *arrow.Schema) []string {
 }
 
 // children returns the fields nested in a type: a struct's fields, a list's
-// element, a map's key and value.
+// element, a map's key and value, an extension type's storage fields.
 func children(dt arrow.DataType) []arrow.Field {
 	switch t := dt.(type) {
 	case *arrow.MapType:
@@ -444,6 +452,8 @@ func children(dt arrow.DataType) []arrow.Field {
 		return []arrow.Field{t.ElemField()}
 	case *arrow.StructType:
 		return t.Fields()
+	case arrow.ExtensionType:
+		return children(t.StorageType()) // a variant's metadata, value, typed_value
 	}
 	return nil
 }

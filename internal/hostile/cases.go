@@ -24,8 +24,8 @@ import (
 // reader.Open, or a full Scan drained to its end, must return (errors.Is
 // matches it), or nil if the object must read: its hostile part is one the
 // reader ignores or bounds. Check lists the requirements reader.Check
-// reports the object fails (none: it is a conformant SOP-PME-1 object, whose
-// hostile part lies in the Parquet it carries).
+// reports the object fails besides reader.ReqRows, which it fails exactly
+// when Want is not nil (the reader refuses the object, and Check agrees).
 //
 // Whatever the case, reader.Open, Scan and reader.Check return, without a
 // panic and within the memory bound the reader documents.

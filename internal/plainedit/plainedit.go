@@ -1,7 +1,9 @@
 // Package plainedit rewrites the pages of plaintext Parquet files for
 // tests: it compresses the pages of chosen row groups with a compressor of
-// the test's own (a streaming zstd writer, say), which no Parquet writer
-// this repository uses can be made to do, and lays the file out again.
+// the test's own (a streaming zstd writer, say), or edits page headers and
+// bodies as a test needs (the layouts other writers make, or bad ones),
+// which no Parquet writer this repository uses can be made to do, and lays
+// the file out again.
 package plainedit
 
 import (
@@ -50,6 +52,46 @@ var lim = thrift.DefaultLimits()
 // chunks declare codec (a parquet.thrift CompressionCodec). Page indexes
 // and bloom filters are dropped, since their offsets would be wrong.
 func Recompress(b []byte, codec int32, compress func(page []byte) []byte, rgs ...int) ([]byte, error) {
+	chosen := func(i int) bool {
+		for _, r := range rgs {
+			if r == i {
+				return true
+			}
+		}
+		return len(rgs) == 0
+	}
+	return Rewrite(b, func(p *Page) error {
+		if !chosen(p.RowGroup) {
+			return nil
+		}
+		if t, _ := p.Header.I32(phType); t == pageDataV2 {
+			return errors.New("plainedit: a V2 page")
+		}
+		p.Body = compress(p.Body)
+		p.Meta.Set(cmdCodec, thrift.I32(codec))
+		return nil
+	})
+}
+
+// A Page is a page of a plaintext Parquet file that Rewrite hands to its
+// edit: the header and body may be changed, or replaced, and so may the
+// ColumnMetaData of its column chunk.
+type Page struct {
+	RowGroup, Column int
+	Index            int            // of the page in its column chunk
+	Header           *thrift.Struct // the PageHeader
+	Body             []byte         // the page's bytes (compressed_page_size of them)
+	Meta             *thrift.Struct // the chunk's ColumnMetaData
+	Drop             bool           // set by edit: leave the page out
+}
+
+// Rewrite returns a copy of b, a plaintext Parquet file, in which edit has
+// seen, and may have changed, every page, in file order. Each page's
+// compressed_page_size is then set to the length of its body, and its crc
+// dropped; offsets and sizes in the footer are laid out again, and page
+// indexes and bloom filters are dropped, since their offsets would be
+// wrong.
+func Rewrite(b []byte, edit func(p *Page) error) ([]byte, error) {
 	if len(b) < 12 || string(b[:4]) != "PAR1" || string(b[len(b)-4:]) != "PAR1" {
 		return nil, errors.New("plainedit: not a plaintext Parquet file")
 	}
@@ -64,14 +106,6 @@ func Recompress(b []byte, codec int32, compress func(page []byte) []byte, rgs ..
 	groups, err := meta.List(fmdRowGroups)
 	if err != nil {
 		return nil, err
-	}
-	chosen := func(i int) bool {
-		for _, r := range rgs {
-			if r == i {
-				return true
-			}
-		}
-		return len(rgs) == 0
 	}
 	out := []byte("PAR1")
 	for i, g := range groups.Items {
@@ -100,7 +134,7 @@ func Recompress(b []byte, codec int32, compress func(page []byte) []byte, rgs ..
 				return nil, fmt.Errorf("plainedit: row group %d column %d: chunk outside the file", i, j)
 			}
 			chunkStart := int64(len(out))
-			for off := start; off < start+size; {
+			for off, k := start, 0; off < start+size; k++ {
 				hdr, n, err := thrift.Decode(b[off:start+size], lim)
 				if err != nil {
 					return nil, fmt.Errorf("plainedit: page header at %d: %w", off, err)
@@ -109,27 +143,26 @@ func Recompress(b []byte, codec int32, compress func(page []byte) []byte, rgs ..
 				if err != nil || int64(n)+int64(csize) > start+size-off {
 					return nil, fmt.Errorf("plainedit: page at %d: bad size", off)
 				}
-				body := b[off+int64(n) : off+int64(n)+int64(csize)]
+				p := &Page{RowGroup: i, Column: j, Index: k, Header: hdr, Body: b[off+int64(n) : off+int64(n)+int64(csize)], Meta: md}
+				if err := edit(p); err != nil {
+					return nil, err
+				}
+				next := off + int64(n) + int64(csize)
+				if p.Drop {
+					off = next
+					continue
+				}
 				switch off {
 				case data:
 					md.Set(cmdDataPageOffset, thrift.I64(int64(len(out))))
 				case dict:
 					md.Set(cmdDictPageOffset, thrift.I64(int64(len(out))))
 				}
-				if chosen(i) {
-					if t, _ := hdr.I32(phType); t == pageDataV2 {
-						return nil, errors.New("plainedit: a V2 page")
-					}
-					body = compress(body)
-					hdr.Set(phCompressedSize, thrift.I32(int32(len(body))))
-					hdr.Delete(phCRC)
-				}
-				out = hdr.Append(out)
-				out = append(out, body...)
-				off += int64(n) + int64(csize)
-			}
-			if chosen(i) {
-				md.Set(cmdCodec, thrift.I32(codec))
+				p.Header.Set(phCompressedSize, thrift.I32(int32(len(p.Body))))
+				p.Header.Delete(phCRC)
+				out = p.Header.Append(out)
+				out = append(out, p.Body...)
+				off = next
 			}
 			md.Set(cmdTotalCompressed, thrift.I64(int64(len(out))-chunkStart))
 			md.Delete(cmdIndexPageOffset)

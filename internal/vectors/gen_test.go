@@ -388,7 +388,7 @@ func generated() []gcase {
 			v.DEK = pme.NewDEK().Bytes()
 			v.Rows = nil
 			v.Read = vectors.Outcome{Err: pme.ErrAuth}
-			v.Check = vectors.CheckOutcome{Fails: []string{reader.ReqModules.String()}}
+			v.Check = vectors.CheckOutcome{Fails: []string{reader.ReqModules.String(), reader.ReqRows.String()}}
 			return v
 		}},
 		{"no-dek", func(t *testing.T) *vectors.Vector {
@@ -420,6 +420,10 @@ func generated() []gcase {
 				Comment: "crafted by internal/hostile, case " + hc.Name}
 			for _, r := range hc.Check {
 				v.Check.Fails = append(v.Check.Fails, r.String())
+			}
+			if hc.Want != nil {
+				// Check and the reader agree.
+				v.Check.Fails = append(v.Check.Fails, reader.ReqRows.String())
 			}
 			if hc.Want == nil {
 				rows, err := vectors.ReadAll(context.Background(), v)

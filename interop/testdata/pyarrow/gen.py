@@ -69,6 +69,12 @@ def nested():
     })
 
 
+def flba():
+    return pa.table({
+        "flba": pa.array(nullable([bytes([i % 13, 1, 2, (i % 13) * 3]) for i in range(N)]), pa.binary(4)),
+    })
+
+
 def with_ids(table, ids):
     """Gives the top-level fields named in ids their Parquet field IDs."""
     fields = []
@@ -96,6 +102,10 @@ def main():
     # DuckDB 1.5.6 cannot read compressed DATA_PAGE_V2 pages in encrypted
     # files: the sealer refuses this one, and import re-encodes it.
     write("flat-snappy-v2.parquet", flat(), compression="snappy", data_page_version="2.0")
+    # DELTA_BYTE_ARRAY on FIXED_LEN_BYTE_ARRAY, which arrow-go does not write
+    # (interop's TestSealerEncodingsDuckDBReads).
+    write("flba-delta-byte-array.parquet", flba(), compression="none", use_dictionary=False,
+          column_encoding={"flba": "DELTA_BYTE_ARRAY"})
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ func openFormat(ctx context.Context, f file_, name string, opts InputOptions) (*
 			return nil, err
 		}
 		opts.Alloc = newBoundedAlloc(opts.Alloc, n, opts.allocFloor)
-		return openParquet(ctx, ra, name, opts)
+		return openParquet(ctx, ra, n, name, opts)
 	case ArrowFile:
 		ra, n, err := randomAccess()
 		if err != nil {
@@ -325,13 +325,21 @@ type readAtSeeker interface {
 // openParquet reads a plaintext Parquet file row group by row group, each
 // field with the field ID the file gives it ("PARQUET:field_id"; -1 when it
 // has none).
-func openParquet(ctx context.Context, ra readAtSeeker, name string, opts InputOptions) (*Input, error) {
+func openParquet(ctx context.Context, ra readAtSeeker, size int64, name string, opts InputOptions) (*Input, error) {
 	// Buffered streams read a column chunk a buffer at a time, rather than
 	// whole: memory stays bounded by pages, not by the input's row groups.
 	props := parquet.NewReaderProperties(opts.Alloc)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 1 << 20
-	pf, err := file.NewParquetReader(ra, file.WithReadProps(props))
+	ropts := []file.ReadOption{file.WithReadProps(props)}
+	md, err := parquetMeta(ra, size, name)
+	if err != nil {
+		return nil, err
+	}
+	if md != nil {
+		ropts = append(ropts, file.WithMetadata(md))
+	}
+	pf, err := file.NewParquetReader(ra, ropts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a readable Parquet file: %v", ErrFormat, name, err)
 	}

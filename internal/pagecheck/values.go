@@ -1,4 +1,4 @@
-package reader
+package pagecheck
 
 import (
 	"encoding/binary"
@@ -11,7 +11,7 @@ import (
 )
 
 // Some of arrow-go's value decoders size plain Go allocations (outside the
-// scan's memory limit) from what a page says, so checkPages bounds those
+// scan's memory limit) from what a page says, so a Checker bounds those
 // sizes first. Each bound below was found by an audit of arrow-go v18.8.0's
 // decoders and is tested by a hostile case (internal/hostile):
 //
@@ -31,7 +31,7 @@ import (
 //     1 GiB from a 46 KB page): the sum over the page may not exceed the
 //     scan's memory limit.
 //
-// Checking the delta encodings needs the page's values, so checkPages
+// Checking the delta encodings needs the page's values, so a Checker
 // decompresses those pages (already bounded by codecbound) once more.
 
 // maxDeltaByteArrayValues bounds the values of a DELTA_LENGTH_BYTE_ARRAY or
@@ -74,8 +74,8 @@ func minPlainWidth(t parquet.Type, typeLen int) int64 {
 }
 
 // checkDictionary checks a dictionary page's num_values against its size.
-func checkDictionary(info chunkInfo, values, usize int32) error {
-	if int64(values)*minPlainWidth(info.physical, info.typeLen) > 8*int64(usize) {
+func checkDictionary(info Chunk, values, usize int32) error {
+	if int64(values)*minPlainWidth(info.Physical, info.TypeLen) > 8*int64(usize) {
 		return fmt.Errorf("a dictionary of %d values in %d bytes", values, usize)
 	}
 	return nil
@@ -96,7 +96,7 @@ type pageValues struct {
 // checkDataValues applies the bounds above to a data page. limit is the
 // scan's memory limit for the chunk: what the page may be decompressed
 // into, and what DELTA_BYTE_ARRAY's strings may add up to.
-func checkDataValues(info chunkInfo, p pageValues, limit int64) error {
+func checkDataValues(info Chunk, p pageValues, limit int64) error {
 	switch p.encoding {
 	case encDeltaLengthByteArray, encDeltaByteArray:
 		if p.numValues > maxDeltaByteArrayValues {
@@ -144,7 +144,7 @@ func checkDataValues(info chunkInfo, p pageValues, limit int64) error {
 }
 
 // valueSection returns the page's values, decompressed, after its levels.
-func valueSection(info chunkInfo, p pageValues, limit int64) ([]byte, error) {
+func valueSection(info Chunk, p pageValues, limit int64) ([]byte, error) {
 	b := p.body
 	if p.v2 {
 		b = b[p.defLen+p.repLen:]
@@ -160,7 +160,7 @@ func valueSection(info chunkInfo, p pageValues, limit int64) ([]byte, error) {
 		if size > limit {
 			return nil, fmt.Errorf("%w: a page of %d bytes to check", ErrMemoryLimit, size)
 		}
-		c, err := compress.GetCodec(info.codec)
+		c, err := compress.GetCodec(info.Codec)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +178,7 @@ func valueSection(info chunkInfo, p pageValues, limit int64) ([]byte, error) {
 	for _, l := range []struct {
 		max int16
 		enc int32
-	}{{info.maxRep, p.repEnc}, {info.maxDef, p.defEnc}} {
+	}{{info.MaxRep, p.repEnc}, {info.MaxDef, p.defEnc}} {
 		if l.max == 0 {
 			continue
 		}
