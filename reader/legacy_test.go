@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/sovm/sop-pme/internal/pqtypes"
 	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -35,8 +36,8 @@ func sealBytes(t *testing.T, b []byte) *reader.Reader {
 // and legacy TIMESTAMP_MICROS column read as timestamps without a time
 // zone (DuckDB's TIMESTAMP, not TIMESTAMP WITH TIME ZONE); INT96 values
 // outside the nanosecond range (9999-12-31 and 200,000 BC, as Spark
-// writes them) read at microseconds; a value outside the microsecond range
-// fails the scan with ErrDecode.
+// writes them) read at microseconds; a file with a value outside the
+// microsecond range is refused by SealFile, which decodes what it seals.
 func TestSealedTimestamps(t *testing.T) {
 	const day = 86_400_000_000
 	vals := []parquet.Int96{
@@ -62,16 +63,13 @@ func TestSealedTimestamps(t *testing.T) {
 		c.Release()
 	}
 
-	far := sealBytes(t, testtables.Timestamps(append(vals, testtables.Int96(testtables.Int96Epoch-110_000_000, 0))))
-	rr, err := far.Scan(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Release()
-	for rr.Next() {
-	}
-	if err := rr.Err(); !errors.Is(err, reader.ErrDecode) || !errors.Is(err, pqtypes.ErrInt96) {
-		t.Errorf("a value beyond the µs range: %v", err)
+	// A value beyond the µs range is one no read could return: SealFile
+	// decodes each row group as the reader will, and refuses the file
+	// rather than publish an object whose scan fails.
+	far := testtables.Timestamps(append(vals, testtables.Int96(testtables.Int96Epoch-110_000_000, 0)))
+	_, err := writer.SealFile(context.Background(), newMemStore(), bytes.NewReader(far), int64(len(far)))
+	if !errors.Is(err, pme.ErrPlaintextParquet) || !errors.Is(err, pqtypes.ErrInt96) {
+		t.Errorf("sealing a value beyond the µs range: %v", err)
 	}
 }
 

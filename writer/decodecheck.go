@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/sovm/sop-pme/internal/pagecheck"
+	"github.com/sovm/sop-pme/internal/arrowfb"
+	"github.com/sovm/sop-pme/internal/pqtypes"
 	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/reader"
 )
 
 // SealFile keeps a file's pages as they are, so it must know that they
@@ -38,7 +41,7 @@ const decodeBatch = 1 << 16
 // pme.ErrPlaintextParquet; one that needs more memory than a reader's
 // default limit, ErrNotSealable (encoding it again may fit).
 func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) {
-	mem := &limitedAlloc{mem: memory.DefaultAllocator, limit: pagecheck.DefaultLimit(size)}
+	mem := &limitedAlloc{mem: memory.DefaultAllocator}
 	defer func() {
 		if p := recover(); p != nil {
 			if pe, ok := p.(error); ok && errors.Is(pe, errDecodeLimit) {
@@ -58,19 +61,61 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 		return fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, err)
 	}
 	defer pf.Close()
+	md := pf.MetaData()
 	want := pf.NumRows()
+	// What a batch of the reader's scan of every column may use by
+	// default, beyond its column decoders: DefaultMemoryLimit for its
+	// chunks (as their plaintext bytes, which their modules in the object
+	// exceed) without the decoders' share.
+	var chunks int64
+	if md.NumRowGroups() == 1 {
+		rg := md.RowGroup(0)
+		for i := range rg.NumColumns() {
+			if cc, err := rg.ColumnChunk(i); err == nil {
+				chunks += cc.TotalCompressedSize()
+			}
+		}
+	}
+	batchLimit := reader.DefaultMemoryLimit(0, chunks)
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: decodeBatch}, mem)
 	if err != nil {
 		return fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, err)
 	}
+	// In the types the reader reads (INT96 at the unit it reads them in,
+	// refinements of ARROW:schema): pqtypes, as the reader applies it.
+	var stored *arrowfb.Schema
+	if v := md.KeyValueMetadata().FindValue(pme.ArrowSchemaKey); v != nil {
+		stored, _ = arrowfb.DecodeSchemaEntry([]byte(*v))
+	}
+	fields, _ := pqtypes.Apply(md.Schema, fr.Manifest, stored)
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, err)
 	}
 	defer rr.Release()
+	got := rr.Schema()
+	retyped := make([]arrow.Field, got.NumFields())
+	for i, fd := range got.Fields() {
+		if i < len(fields) && fields[i].Name == fd.Name {
+			fd.Type = pqtypes.Retype(fields[i].Type, fd.Type)
+		}
+		retyped[i] = fd
+	}
+	sc := arrow.NewSchema(retyped, nil)
 	var rows int64
-	for rr.Next() {
-		rows += rr.RecordBatch().NumRows()
+	for {
+		mem.begin(batchLimit)
+		ok := rr.Next()
+		mem.end()
+		if !ok {
+			break
+		}
+		out, err := pqtypes.Record(sc, rr.RecordBatch())
+		if err != nil {
+			return fmt.Errorf("%w: the rows do not decode: %w", pme.ErrPlaintextParquet, err)
+		}
+		rows += out.NumRows()
+		out.Release()
 	}
 	if err := rr.Err(); err != nil {
 		if ctx.Err() != nil {
@@ -84,15 +129,17 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 	return nil
 }
 
-// limitedAlloc allocates through mem while what it holds stays within
-// limit, and panics with errDecodeLimit beyond it (decodeRowGroup
-// recovers). It reuses the buffers freed to it, by size (at most
-// maxFreeBytes of them): decoding allocates the same buffers batch after
-// batch, and fresh ones each time would leave the garbage collector a row
-// group's worth of them, several times the live heap.
+// limitedAlloc allocates through mem and counts, as the reader's scan
+// does, what a batch allocates and does not free: beyond limit within a
+// batch (between begin and end), it panics with errDecodeLimit
+// (decodeRowGroup recovers). It reuses the buffers freed to it, by size
+// (at most maxFreeBytes of them): decoding allocates the same buffers batch
+// after batch, and fresh ones each time would leave the garbage collector a
+// row group's worth of them, several times the live heap.
 type limitedAlloc struct {
 	mem         memory.Allocator
-	held, limit int64
+	held, limit int64 // held: allocated and not freed since begin
+	armed       bool
 	free        map[int][][]byte
 	freeBytes   int64
 }
@@ -100,8 +147,14 @@ type limitedAlloc struct {
 // maxFreeBytes bounds the freed buffers a limitedAlloc keeps for reuse.
 const maxFreeBytes = 16 << 20
 
+// begin starts a batch that may allocate limit bytes more than it frees.
+func (a *limitedAlloc) begin(limit int64) { a.held, a.limit, a.armed = 0, limit, true }
+
+// end ends a batch.
+func (a *limitedAlloc) end() { a.armed = false }
+
 func (a *limitedAlloc) grow(n int64) {
-	if a.held+n > a.limit {
+	if a.armed && n > 0 && a.held+n > a.limit {
 		panic(fmt.Errorf("%w (%d bytes, %d held, limit %d)", errDecodeLimit, n, a.held, a.limit))
 	}
 	a.held += n

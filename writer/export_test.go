@@ -50,3 +50,10 @@ func EncodePlain(rec arrow.RecordBatch) (file []byte, needs, retained []int64, e
 
 // NumLeaves returns the Parquet leaf columns of a field of type t.
 func NumLeaves(t arrow.DataType) int { return numLeaves(t) }
+
+// WithoutDecodeCheck makes SealFile publish row groups without decoding
+// them first: for tests that measure what the reader needs to read a row
+// group larger than its default limit allows.
+func WithoutDecodeCheck() Option {
+	return func(c *config) error { c.noDecodeCheck = true; return nil }
+}

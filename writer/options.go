@@ -61,6 +61,9 @@ type config struct {
 	parallelism   int
 	level         int  // zstd level; 0: the codec's default
 	assignIDs     bool // SealFile only: WithAssignFieldIDs
+	// SealFile only, and only in this package's tests: publish row groups
+	// without decoding them first (see decodeRowGroup).
+	noDecodeCheck bool
 }
 
 func defaultConfig() config {

@@ -155,7 +155,7 @@ func sealOptions(cfg config) error {
 func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK, r io.ReaderAt, size int64, ids map[int]int32, cfg config, alive func() error) (Object, error) {
 	sealer := pme.NewSealer(out, dek)
 	sealer.OnRowGroupFile(func(f io.ReaderAt, size int64) error {
-		if err := alive(); err != nil {
+		if err := alive(); err != nil || cfg.noDecodeCheck {
 			return err
 		}
 		return decodeRowGroup(ctx, f, size)
