@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -28,7 +27,7 @@ import (
 	"github.com/sovm/sop-pme/verify"
 )
 
-// abiVersion is the ABI this file is written against. Calling
+// abiVersion is the ABI this package is written against. Calling
 // C.sop_iroh_abi_v2 makes a library of another ABI version fail to link.
 const abiVersion = 2
 
@@ -248,114 +247,6 @@ func (s *Store) ImportFile(ctx context.Context, path string) (storageid.ID, erro
 	return s.importPath(ctx, path, tagFor(want), &want)
 }
 
-// Create begins a new object, staged in a temporary file in the store's
-// staging directory and hashed as it is written. Commit imports the file into
-// iroh-blobs (copy mode) and fails with ErrHashMismatch unless iroh-blobs'
-// hash equals the storage_id computed here over the same bytes.
-func (s *Store) Create(ctx context.Context) (blobs.Pending, error) {
-	if _, err := s.acquire(ctx); err != nil {
-		return nil, err
-	}
-	defer s.release()
-	f, err := os.CreateTemp(filepath.Join(s.dir, stagingDir), "pending-*")
-	if err != nil {
-		return nil, fmt.Errorf("iroh: staging: %w", err)
-	}
-	return &pending{s: s, f: f, h: newHasher(), buf: make([]byte, 0, pendingBuf)}, nil
-}
-
-// pendingBuf is the size of the writes a pending object makes to its file and
-// hasher: large writes let BLAKE3 hash many chunks in parallel.
-const pendingBuf = 1 << 20
-
-type pending struct {
-	s   *Store
-	mu  sync.Mutex
-	f   *os.File // nil once committed or aborted
-	h   *hasher
-	buf []byte
-	err error // sticky
-}
-
-func (p *pending) flush() error {
-	if len(p.buf) == 0 {
-		return nil
-	}
-	p.h.Write(p.buf)
-	if _, err := p.f.Write(p.buf); err != nil {
-		return fmt.Errorf("iroh: staging: %w", err)
-	}
-	p.buf = p.buf[:0]
-	return nil
-}
-
-func (p *pending) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.f == nil {
-		return 0, fmt.Errorf("%w: iroh: write after Commit or Abort", blobs.ErrClosed)
-	}
-	if p.err != nil {
-		return 0, p.err
-	}
-	n := 0
-	for len(b) > 0 {
-		k := copy(p.buf[len(p.buf):cap(p.buf)], b)
-		p.buf = p.buf[:len(p.buf)+k]
-		b = b[k:]
-		n += k
-		if len(p.buf) == cap(p.buf) {
-			if err := p.flush(); err != nil {
-				p.err = err
-				return n, err
-			}
-		}
-	}
-	return n, nil
-}
-
-func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.f == nil {
-		return storageid.ID{}, fmt.Errorf("%w: iroh: Commit after Commit or Abort", blobs.ErrClosed)
-	}
-	defer p.discard()
-	if p.err != nil {
-		return storageid.ID{}, p.err
-	}
-	if err := p.flush(); err != nil {
-		return storageid.ID{}, err
-	}
-	if err := p.f.Close(); err != nil {
-		return storageid.ID{}, fmt.Errorf("iroh: staging: %w", err)
-	}
-	want := p.h.Sum()
-	id, err := p.s.importPath(ctx, p.f.Name(), tagFor(want), &want)
-	if err != nil {
-		return storageid.ID{}, err
-	}
-	return id, nil
-}
-
-// discard closes and removes the staged file.
-func (p *pending) discard() {
-	if p.f == nil {
-		return
-	}
-	p.f.Close()
-	os.Remove(p.f.Name())
-	p.f = nil
-	p.buf = nil
-}
-
-func (p *pending) Abort() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.discard()
-	return nil
-}
-
 // exportBao returns the BAO slice of the chunk groups intersecting
 // [off, off+n), from sop_iroh_export_bao in one call.
 func (s *Store) exportBao(ctx context.Context, id storageid.ID, off, n uint64) ([]byte, error) {
@@ -440,91 +331,3 @@ func (s *Store) Size(ctx context.Context, id storageid.ID) (uint64, error) {
 	rc := C.sop_iroh_verified_size(h, u8(id[:]), &size, errPtr(eb), errCap)
 	return uint64(size), mkErr("verified_size", rc, eb)
 }
-
-// Serve serves the store's blobs over the iroh-blobs protocol on an endpoint
-// bound to 127.0.0.1 (ephemeral port, no relays, no address lookup, no port
-// mapping) and returns its address, "<endpoint id>@127.0.0.1:<port>". It
-// serves until Close; calling it again returns the same address.
-func (s *Store) Serve(ctx context.Context) (string, error) {
-	h, err := s.acquire(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer s.release()
-	var ptr *C.uint8_t
-	var ln C.size_t
-	eb := errBuf()
-	rc := C.sop_iroh_serve(h, &ptr, &ln, errPtr(eb), errCap)
-	if err := mkErr("serve", rc, eb); err != nil {
-		return "", err
-	}
-	defer C.sop_iroh_free(ptr, ln)
-	return string(goBytes(ptr, ln)), nil
-}
-
-// Fetch fetches the 16 KiB groups of blob id that intersect [off, off+n)
-// from the node at addr into this store with the iroh-blobs get protocol,
-// which verifies them as they arrive, and returns the number of bytes read
-// from the connection (data, size header and proof). The call is bounded by
-// ctx's deadline, or the store's fetch timeout (WithFetchTimeout); a ctx
-// cancelled without a deadline is seen only when the fetch ends or times
-// out, since the library call cannot be interrupted.
-func (s *Store) Fetch(ctx context.Context, addr string, id storageid.ID, off, n uint64) (uint64, error) {
-	if n == 0 {
-		return 0, errors.New("iroh: empty range")
-	}
-	timeout := s.fetchTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-		if timeout <= 0 {
-			return 0, context.DeadlineExceeded
-		}
-	}
-	ms := uint64(timeout.Milliseconds())
-	if ms == 0 {
-		ms = 1
-	}
-	h, err := s.acquire(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer s.release()
-	a := []byte(addr)
-	ranges := [2]C.uint64_t{C.uint64_t(off), C.uint64_t(n)}
-	var got C.uint64_t
-	eb := errBuf()
-	rc := C.sop_iroh_fetch(h, u8(a), C.size_t(len(a)), u8(id[:]), &ranges[0], 1,
-		C.uint64_t(ms), &got, errPtr(eb), errCap)
-	return uint64(got), mkErr("fetch", rc, eb)
-}
-
-// A Remote is a verify.Source for the blobs held by another iroh node: each
-// Slice fetches the range from the node into the local store (verified as it
-// arrives) and then exports it from there like any other range.
-type Remote struct {
-	s        *Store
-	addr     string
-	received atomic.Uint64
-}
-
-// Remote returns a source reading from the node at addr (as Serve returns it)
-// through this store.
-func (s *Store) Remote(addr string) *Remote {
-	return &Remote{s: s, addr: addr}
-}
-
-// Slice implements verify.Source: it fetches the groups of blob id that
-// intersect [off, off+n) from the remote node, then returns their BAO slice
-// from the local store, streamed as Store.Slice does.
-func (r *Remote) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
-	got, err := r.s.Fetch(ctx, r.addr, id, off, n)
-	r.received.Add(got)
-	if err != nil {
-		return nil, err
-	}
-	return r.s.Slice(ctx, id, off, n)
-}
-
-// BytesReceived returns the bytes read from the remote node so far, summed
-// over all fetches (data, size headers and proofs).
-func (r *Remote) BytesReceived() uint64 { return r.received.Load() }

@@ -1,0 +1,106 @@
+//go:build iroh
+
+package iroh
+
+/*
+#include "sop_iroh.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/sovm/sop-pme/storageid"
+)
+
+// Serve serves the store's blobs over the iroh-blobs protocol on an endpoint
+// bound to 127.0.0.1 (ephemeral port, no relays, no address lookup, no port
+// mapping) and returns its address, "<endpoint id>@127.0.0.1:<port>". It
+// serves until Close; calling it again returns the same address.
+func (s *Store) Serve(ctx context.Context) (string, error) {
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer s.release()
+	var ptr *C.uint8_t
+	var ln C.size_t
+	eb := errBuf()
+	rc := C.sop_iroh_serve(h, &ptr, &ln, errPtr(eb), errCap)
+	if err := mkErr("serve", rc, eb); err != nil {
+		return "", err
+	}
+	defer C.sop_iroh_free(ptr, ln)
+	return string(goBytes(ptr, ln)), nil
+}
+
+// Fetch fetches the 16 KiB groups of blob id that intersect [off, off+n)
+// from the node at addr into this store with the iroh-blobs get protocol,
+// which verifies them as they arrive, and returns the number of bytes read
+// from the connection (data, size header and proof). The call is bounded by
+// ctx's deadline, or the store's fetch timeout (WithFetchTimeout); a ctx
+// cancelled without a deadline is seen only when the fetch ends or times
+// out, since the library call cannot be interrupted.
+func (s *Store) Fetch(ctx context.Context, addr string, id storageid.ID, off, n uint64) (uint64, error) {
+	if n == 0 {
+		return 0, errors.New("iroh: empty range")
+	}
+	timeout := s.fetchTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+		if timeout <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+	}
+	ms := uint64(timeout.Milliseconds())
+	if ms == 0 {
+		ms = 1
+	}
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.release()
+	a := []byte(addr)
+	ranges := [2]C.uint64_t{C.uint64_t(off), C.uint64_t(n)}
+	var got C.uint64_t
+	eb := errBuf()
+	rc := C.sop_iroh_fetch(h, u8(a), C.size_t(len(a)), u8(id[:]), &ranges[0], 1,
+		C.uint64_t(ms), &got, errPtr(eb), errCap)
+	return uint64(got), mkErr("fetch", rc, eb)
+}
+
+// A Remote is a verify.Source for the blobs held by another iroh node: each
+// Slice fetches the range from the node into the local store (verified as it
+// arrives) and then exports it from there like any other range.
+type Remote struct {
+	s        *Store
+	addr     string
+	received atomic.Uint64
+}
+
+// Remote returns a source reading from the node at addr (as Serve returns it)
+// through this store.
+func (s *Store) Remote(addr string) *Remote {
+	return &Remote{s: s, addr: addr}
+}
+
+// Slice implements verify.Source: it fetches the groups of blob id that
+// intersect [off, off+n) from the remote node, then returns their BAO slice
+// from the local store, streamed as Store.Slice does.
+func (r *Remote) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	got, err := r.s.Fetch(ctx, r.addr, id, off, n)
+	r.received.Add(got)
+	if err != nil {
+		return nil, err
+	}
+	return r.s.Slice(ctx, id, off, n)
+}
+
+// BytesReceived returns the bytes read from the remote node so far, summed
+// over all fetches (data, size headers and proofs).
+func (r *Remote) BytesReceived() uint64 { return r.received.Load() }
