@@ -193,12 +193,12 @@ func fileChild(ctx context.Context, mode, path string, n int) int {
 	return 0
 }
 
-// TestPutsWhileDeletingAndRotating runs two processes that put (and
-// resolve) DEKs while a third deletes and rotates the KEK file again and
-// again, as sop-pme keys rotate does. Every Put succeeds (the issue saw 11
-// of 60 imports fail with "the master key does not open the ring key"),
-// every acknowledged DEK resolves under the final KEK, every deleted one is
-// gone, and the ring file is still the one created.
+// TestPutsWhileDeletingAndRotating runs two processes that put (and resolve)
+// DEKs while a third deletes and rotates the KEK file again and again, as
+// sop-pme keys rotate does. Every Put succeeds (before Rings followed
+// rotations, 11 of 60 imports failed with "the master key does not open the
+// ring key"), every acknowledged DEK resolves under the final KEK, every
+// deleted one is gone, and the ring file is still the one created.
 func TestPutsWhileDeletingAndRotating(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

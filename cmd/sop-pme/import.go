@@ -34,7 +34,8 @@ const (
 // being gathered, and the one being encoded and sealed), and 80 MiB for
 // the encoded plaintext, the input reader, the codecs and the runtime. The
 // garbage collector works harder near it, so that garbage does not double
-// the resident set; issue 8's bound is 2 × rgBytes + 128 MiB of RSS.
+// the resident set, which must stay within 2 × rgBytes + 128 MiB (the
+// README's bound, which TestImportRSS measures).
 func importMemoryLimit(rgBytes int64) int64 { return 2*rgBytes + 80<<20 }
 
 type importResult struct {
