@@ -189,7 +189,8 @@ func subPath(c *cobra.Command) string {
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
 }
 
-// args returns a cobra argument check that reports a usage error.
+// exactArgs returns a cobra argument check that n arguments, what, are
+// given, which reports a usage error otherwise.
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
@@ -216,8 +217,6 @@ func (s *storeFlag) path() (string, error) {
 	return s.dir, nil
 }
 
-// openStore opens an existing store read-only: it creates nothing, and
-// removes nothing.
 // openRead opens, for a command that only reads, the store and the keyring,
 // both read-only: neither is created.
 func (a *app) openRead(ctx context.Context, store *storeFlag, ks *keySource) (*blobs.Dir, *keys, error) {
@@ -232,6 +231,8 @@ func (a *app) openRead(ctx context.Context, store *storeFlag, ks *keySource) (*b
 	return st, k, nil
 }
 
+// openReadOnly opens an existing store read-only: it creates nothing, and
+// removes nothing.
 func (s *storeFlag) openReadOnly() (*blobs.Dir, error) {
 	dir, err := s.path()
 	if err != nil {
