@@ -217,20 +217,6 @@ func (s *storeFlag) path() (string, error) {
 	return s.dir, nil
 }
 
-// openRead opens, for a command that only reads, the store and the keyring,
-// both read-only: neither is created.
-func (a *app) openRead(ctx context.Context, store *storeFlag, ks *keySource) (*blobs.Dir, *keys, error) {
-	st, err := store.openReadOnly()
-	if err != nil {
-		return nil, nil, err
-	}
-	k, err := ks.openRing(ctx, store.dir, ringRead, a.stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, k, nil
-}
-
 // openReadOnly opens an existing store read-only: it creates nothing, and
 // removes nothing.
 func (s *storeFlag) openReadOnly() (*blobs.Dir, error) {
