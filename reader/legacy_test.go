@@ -31,12 +31,12 @@ func sealBytes(t *testing.T, b []byte) *reader.Reader {
 	return r
 }
 
-// TestSealedTimestamps (as in Apache parquet-testing's files): a sealed
-// file's INT96 column and legacy TIMESTAMP_MICROS column read as timestamps
-// without a time zone (DuckDB's TIMESTAMP, not TIMESTAMP WITH TIME ZONE);
-// INT96 values outside the nanosecond range (9999-12-31 and 200,000 BC, as
-// Spark writes them) read at microseconds; a value outside the microsecond
-// range fails the scan with ErrDecode.
+// TestSealedTimestamps: a sealed file's INT96 column
+// and legacy TIMESTAMP_MICROS column read as timestamps without a time
+// zone (DuckDB's TIMESTAMP, not TIMESTAMP WITH TIME ZONE); INT96 values
+// outside the nanosecond range (9999-12-31 and 200,000 BC, as Spark
+// writes them) read at microseconds; a value outside the microsecond range
+// fails the scan with ErrDecode.
 func TestSealedTimestamps(t *testing.T) {
 	const day = 86_400_000_000
 	vals := []parquet.Int96{
