@@ -2,10 +2,15 @@ package blobs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/sovm/sop-pme/storageid"
 
 	"github.com/gofrs/flock"
 )
@@ -94,4 +99,75 @@ func (l *fileLock) release() error {
 		rerr = nil
 	}
 	return errors.Join(rerr, l.fl.Unlock())
+}
+
+// newOwner picks a random token for temporary files and takes the lock
+// that owns them, .tmp-<token>.lock. The caller creates the temporary files
+// only after this, and removes them before it releases the lock.
+func (d *Dir) newOwner() (string, *fileLock, error) {
+	for range 4 {
+		var b [16]byte
+		rand.Read(b[:])
+		token := hex.EncodeToString(b[:])
+		l, ok, err := tryLockFile(d.tempPath(token, lockExt), true)
+		if err != nil {
+			return "", nil, err
+		}
+		if ok {
+			return token, l, nil
+		}
+		// A Sweep took the new lock file between its creation and our
+		// lock, and removed it: take another token.
+	}
+	return "", nil, errors.New("blobs: cannot take the lock of a temporary file")
+}
+
+// lockObject serialises, within the process and across processes, the
+// changes to object id: Commit, Delete and the sweeping of its outboard.
+// It waits for another holder until ctx is done.
+func (d *Dir) lockObject(ctx context.Context, id storageid.ID) (func(), error) {
+	unlock, err := d.lockID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("locking object %s: %w", id, err)
+	}
+	l, err := lockFile(ctx, d.objectLockPath(id))
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("locking object %s: %w", id, err)
+	}
+	return func() {
+		l.release()
+		unlock()
+	}, nil
+}
+
+// lockID serialises the changes to one object within the process (so that
+// goroutines wait on a channel rather than poll the file lock), until ctx
+// is done.
+func (d *Dir) lockID(ctx context.Context, id storageid.ID) (func(), error) {
+	d.mu.Lock()
+	l := d.locks[id]
+	if l == nil {
+		l = &idLock{ch: make(chan struct{}, 1)}
+		d.locks[id] = l
+	}
+	l.refs++
+	d.mu.Unlock()
+	drop := func() {
+		d.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(d.locks, id)
+		}
+		d.mu.Unlock()
+	}
+	select {
+	case l.ch <- struct{}{}:
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
+	}
+	return func() {
+		<-l.ch
+		drop()
+	}, nil
 }

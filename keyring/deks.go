@@ -73,12 +73,12 @@ func (r *Ring) PutBatch(ctx context.Context, entries []Entry) error {
 // (which matches reader.ErrNoKey) if the ring has none, and ErrUnwrap if the
 // wrapped DEK does not open for id.
 func (r *Ring) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) {
-	for attempt := 1; ; attempt++ {
-		d, err := r.resolve(ctx, id)
-		if err == nil || !r.retryMaster(err, attempt) {
-			return d, err
-		}
-	}
+	var dek pme.DEK
+	err := r.retry("the resolution", func(int) (err error) {
+		dek, err = r.resolve(ctx, id)
+		return err
+	})
+	return dek, err
 }
 
 // resolve is one attempt of ResolveDEK: the wrapped ring key and DEK read

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"os"
 
@@ -28,7 +27,7 @@ func (r *Ring) Rotate(ctx context.Context, m Master) error {
 	if r.cfg.readOnly {
 		return ErrReadOnly
 	}
-	for range maxAttempts {
+	return r.retry("the rotation", func(int) error {
 		w, err := r.readRingKey(ctx)
 		if err != nil {
 			return noMeta(err)
@@ -38,32 +37,20 @@ func (r *Ring) Rotate(ctx context.Context, m Master) error {
 			return err
 		}
 		aead, err := newGCM(raw)
-		if err != nil {
-			clear(raw)
-			return err
+		var nw []byte
+		if err == nil {
+			nw, err = wrapRingKey(ctx, m, raw, "new master key", "the ring key")
 		}
-		nw, err := m.Encrypt(ctx, raw)
 		clear(raw)
 		if err != nil {
-			return fmt.Errorf("keyring: the new master key did not wrap the ring key: %w", err)
+			return err
 		}
-		if len(nw) == 0 || len(nw) > maxWrappedRingKey {
-			return fmt.Errorf("keyring: the new master key wrapped the ring key into %d bytes", len(nw))
-		}
-		err = r.compareAndSwap(ctx, w, nw, nil, nil)
-		if errors.Is(err, errStale) {
-			continue
-		}
-		if err != nil {
+		if err := r.compareAndSwap(ctx, w, nw, nil, nil); err != nil {
 			return noMeta(err)
 		}
-		r.kmu.Lock()
-		r.master = m
-		r.kmu.Unlock()
-		r.remember(nw, aead)
+		r.adopt(m, nw, aead)
 		return nil
-	}
-	return fmt.Errorf("%w: the ring key changed %d times during the rotation", ErrBusy, maxAttempts)
+	})
 }
 
 // Rekey makes a new random ring key, wraps it under m (the current master
@@ -76,9 +63,7 @@ func (r *Ring) Rotate(ctx context.Context, m Master) error {
 // (see Shredding in the package documentation).
 func (r *Ring) Rekey(ctx context.Context, m Master) error {
 	if m == nil {
-		r.kmu.Lock()
-		m = r.master
-		r.kmu.Unlock()
+		m = r.Master()
 	}
 	if err := checkMaster(m); err != nil {
 		return err
@@ -86,7 +71,7 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 	if r.cfg.readOnly {
 		return ErrReadOnly
 	}
-	for range maxAttempts {
+	return r.retry("the re-key", func(int) error {
 		w, err := r.readRingKey(ctx)
 		if err != nil {
 			return noMeta(err)
@@ -98,17 +83,13 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 		raw := make([]byte, RingKeySize)
 		rand.Read(raw)
 		next, err := newGCM(raw)
-		if err != nil {
-			clear(raw)
-			return err
+		var nw []byte
+		if err == nil {
+			nw, err = wrapRingKey(ctx, m, raw, "master key", "the new ring key")
 		}
-		nw, err := m.Encrypt(ctx, raw)
 		clear(raw)
 		if err != nil {
-			return fmt.Errorf("keyring: the master key did not wrap the new ring key: %w", err)
-		}
-		if len(nw) == 0 || len(nw) > maxWrappedRingKey {
-			return fmt.Errorf("keyring: the master key wrapped the ring key into %d bytes", len(nw))
+			return err
 		}
 		var all []rewrapped
 		err = r.compareAndSwap(ctx, w, nw, func(deks *bolt.Bucket) error {
@@ -116,19 +97,12 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 			all, err = rewrapAll(ctx, deks, old, next)
 			return err
 		}, func(deks *bolt.Bucket) error { return readBackAll(deks, all) })
-		if errors.Is(err, errStale) {
-			continue
-		}
 		if err != nil {
 			return noMeta(err)
 		}
-		r.kmu.Lock()
-		r.master = m
-		r.kmu.Unlock()
-		r.remember(nw, next)
+		r.adopt(m, nw, next)
 		return nil
-	}
-	return fmt.Errorf("%w: the ring key changed %d times during the re-key", ErrBusy, maxAttempts)
+	})
 }
 
 // compareAndSwap replaces the wrapped ring key w by nw in one write

@@ -107,14 +107,6 @@ func (r *Ring) reloaded(ctx context.Context, w []byte) ([]byte, bool) {
 	return nil, false
 }
 
-// retryMaster reports whether an operation that failed with err at the
-// given attempt should read the file again and retry: the master did not
-// open the ring key, and a reload function may find the one that does
-// once a rotation made elsewhere has moved on.
-func (r *Ring) retryMaster(err error, attempt int) bool {
-	return r.cfg.reload != nil && attempt < maxAttempts && errors.Is(err, ErrMaster)
-}
-
 // masterErr is ErrMaster for the master's failure err.
 func (r *Ring) masterErr(err error) error {
 	if r.cfg.reload != nil {

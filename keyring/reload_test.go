@@ -193,12 +193,12 @@ func fileChild(ctx context.Context, mode, path string, n int) int {
 	return 0
 }
 
-// TestPutsWhileDeletingAndRotating runs two processes that put (and
-// resolve) DEKs while a third deletes and rotates the KEK file again and
-// again, as sop-pme keys rotate does. Every Put succeeds (the issue saw 11
-// of 60 imports fail with "the master key does not open the ring key"),
-// every acknowledged DEK resolves under the final KEK, every deleted one is
-// gone, and the ring file is still the one created.
+// TestPutsWhileDeletingAndRotating runs two processes that put (and resolve)
+// DEKs while a third deletes and rotates the KEK file again and again, as
+// sop-pme keys rotate does. Every Put succeeds (before Rings followed
+// rotations, 11 of 60 imports failed with "the master key does not open the
+// ring key"), every acknowledged DEK resolves under the final KEK, every
+// deleted one is gone, and the ring file is still the one created.
 func TestPutsWhileDeletingAndRotating(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -282,5 +282,66 @@ func TestPutsWhileDeletingAndRotating(t *testing.T) {
 	// written into an unlinked copy.
 	if now, err := os.Stat(path); err != nil || !os.SameFile(inode, now) {
 		t.Fatalf("the ring file was replaced: %v", err)
+	}
+}
+
+// TestRetryAfterReload: every operation of a Ring goes through one retry
+// loop. When the master does not open the ring key (another Ring rotated
+// it) and the reload function finds the new master only on its second call
+// (a rotation made elsewhere between two of its steps), each operation
+// reads the file again, adopts the master the reload found, and succeeds:
+// Open, Put, Delete and ResolveDEK did so before, Rotate and Rekey failed
+// with ErrMaster at once.
+func TestRetryAfterReload(t *testing.T) {
+	ctx := context.Background()
+	id, dek := ids(1)[0], pme.NewDEK()
+	ops := map[string]func(r *keyring.Ring, path string, reload keyring.ReloadFunc) error{
+		"Open": func(_ *keyring.Ring, path string, reload keyring.ReloadFunc) error {
+			_, err := keyring.Open(ctx, path, keyring.NewKEK(), keyring.WithReload(reload))
+			return err
+		},
+		"Put": func(r *keyring.Ring, _ string, _ keyring.ReloadFunc) error {
+			return r.Put(ctx, storageid.Sum([]byte("another")), pme.NewDEK())
+		},
+		"Delete": func(r *keyring.Ring, _ string, _ keyring.ReloadFunc) error { return r.Delete(ctx, id) },
+		"ResolveDEK": func(r *keyring.Ring, _ string, _ keyring.ReloadFunc) error {
+			got, err := r.ResolveDEK(ctx, id)
+			if err == nil && !got.Equal(dek) {
+				err = errors.New("another DEK")
+			}
+			return err
+		},
+		"Rotate": func(r *keyring.Ring, _ string, _ keyring.ReloadFunc) error { return r.Rotate(ctx, keyring.NewKEK()) },
+		"Rekey":  func(r *keyring.Ring, _ string, _ keyring.ReloadFunc) error { return r.Rekey(ctx, keyring.NewKEK()) },
+	}
+	for name, op := range ops {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ring")
+			k0, k1 := keyring.NewKEK(), keyring.NewKEK()
+			createRing(t, path, k0)
+			calls := 0
+			reload := func(context.Context) ([]keyring.Master, error) {
+				if calls++; calls == 1 {
+					return nil, nil
+				}
+				return []keyring.Master{k1}, nil
+			}
+			r, err := keyring.Open(ctx, path, k0, keyring.WithReload(reload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Put(ctx, id, dek); err != nil {
+				t.Fatal(err)
+			}
+			if err := openRing(t, path, k0).Rotate(ctx, k1); err != nil {
+				t.Fatal(err)
+			}
+			if err := op(r, path, reload); err != nil {
+				t.Fatalf("%s after a rotation elsewhere, the new master reloaded on the second call: %v", name, err)
+			}
+			if calls < 2 {
+				t.Fatalf("%s called the reload function %d times, not twice", name, calls)
+			}
+		})
 	}
 }

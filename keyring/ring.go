@@ -1,9 +1,7 @@
 package keyring
 
 import (
-	"bytes"
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"errors"
@@ -32,14 +30,13 @@ const DefaultLockTimeout = 10 * time.Second
 //	      "ring-key" the ring key as the master wrapped it (Master.Encrypt)
 //	deks  storage_id (32 bytes) → nonce(12) ‖ AES-256-GCM(ring key, DEK, adWrap ‖ storage_id) ‖ tag(16)
 var (
-	bucketMeta  = []byte("meta")
-	bucketDEKs  = []byte("deks")
-	keyFormat   = []byte("format")
-	keyRingKey  = []byte("ring-key")
-	formatV2    = []byte("sop-pme-keyring-v2")
-	errNoMeta   = errors.New("keyring: no ring in this file")
-	errStale    = errors.New("keyring: the ring key changed")
-	maxAttempts = 4
+	bucketMeta = []byte("meta")
+	bucketDEKs = []byte("deks")
+	keyFormat  = []byte("format")
+	keyRingKey = []byte("ring-key")
+	formatV2   = []byte("sop-pme-keyring-v2")
+	errNoMeta  = errors.New("keyring: no ring in this file")
+	errStale   = errors.New("keyring: the ring key changed")
 )
 
 // maxWrappedRingKey bounds the wrapped ring key read from the file before it
@@ -158,19 +155,18 @@ func Open(ctx context.Context, path string, m Master, opts ...Option) (*Ring, er
 			return nil, err
 		}
 	}
-	for attempt := 1; ; attempt++ {
+	err := r.retry("the opening", func(int) error {
 		w, err := r.readRingKey(ctx)
 		if err != nil {
-			return nil, noMeta(err)
+			return noMeta(err)
 		}
 		_, err = r.unwrapRingKey(ctx, w)
-		if err == nil {
-			return r, nil
-		}
-		if !r.retryMaster(err, attempt) {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return r, nil
 }
 
 func checkMaster(m Master) error {
@@ -203,15 +199,9 @@ func (r *Ring) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.kmu.Lock()
-	m := r.master
-	r.kmu.Unlock()
-	w, err := m.Encrypt(ctx, raw)
+	w, err := wrapRingKey(ctx, r.Master(), raw, "master key", "a new ring key")
 	if err != nil {
-		return fmt.Errorf("keyring: the master key did not wrap a new ring key: %w", err)
-	}
-	if len(w) == 0 || len(w) > maxWrappedRingKey {
-		return fmt.Errorf("keyring: the master key wrapped a ring key into %d bytes", len(w))
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -243,193 +233,4 @@ func (r *Ring) create(ctx context.Context) error {
 		return syncDir(r.path)
 	}
 	return nil
-}
-
-// buckets returns the ring's buckets and its wrapped ring key, as found in
-// tx, checked.
-func buckets(tx *bolt.Tx) (meta, deks *bolt.Bucket, wrapped []byte, err error) {
-	meta, deks = tx.Bucket(bucketMeta), tx.Bucket(bucketDEKs)
-	if meta == nil && deks == nil {
-		return nil, nil, nil, errNoMeta
-	}
-	if meta == nil || deks == nil {
-		return nil, nil, nil, fmt.Errorf("%w: missing bucket", ErrFile)
-	}
-	if f := meta.Get(keyFormat); !bytes.Equal(f, formatV2) {
-		return nil, nil, nil, fmt.Errorf("%w: format %.40q", ErrFile, f)
-	}
-	wrapped = meta.Get(keyRingKey)
-	if len(wrapped) == 0 || len(wrapped) > maxWrappedRingKey {
-		return nil, nil, nil, fmt.Errorf("%w: wrapped ring key of %d bytes", ErrFile, len(wrapped))
-	}
-	return meta, deks, wrapped, nil
-}
-
-// readRingKey returns a copy of the wrapped ring key.
-func (r *Ring) readRingKey(ctx context.Context) ([]byte, error) {
-	var w []byte
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	err := r.withDB(ctx, accessRead, func(db *bolt.DB, _ *os.File) error {
-		return db.View(func(tx *bolt.Tx) error {
-			_, _, wr, err := buckets(tx)
-			w = bytes.Clone(wr)
-			return err
-		})
-	})
-	if errors.Is(err, errNoMeta) {
-		return nil, fmt.Errorf("%w: %s", errNoMeta, r.path)
-	}
-	return w, err
-}
-
-func newGCM(key []byte) (cipher.AEAD, error) {
-	b, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("keyring: %w", err)
-	}
-	return cipher.NewGCMWithRandomNonce(b)
-}
-
-// cached returns the unwrapped ring key whose wrapped bytes are w, if this
-// Ring has unwrapped it before.
-func (r *Ring) cached(w []byte) cipher.AEAD {
-	r.kmu.Lock()
-	defer r.kmu.Unlock()
-	for _, k := range r.keys {
-		if bytes.Equal(k.wrapped, w) {
-			return k.aead
-		}
-	}
-	return nil
-}
-
-func (r *Ring) remember(w []byte, aead cipher.AEAD) {
-	r.kmu.Lock()
-	defer r.kmu.Unlock()
-	keys := []ringKey{{wrapped: bytes.Clone(w), aead: aead}}
-	for _, k := range r.keys {
-		if len(keys) < 4 && !bytes.Equal(k.wrapped, w) {
-			keys = append(keys, k)
-		}
-	}
-	r.keys = keys
-}
-
-// rawRingKey unwraps w with the master, or with a master the reload
-// function finds (WithReload).
-func (r *Ring) rawRingKey(ctx context.Context, w []byte) ([]byte, error) {
-	r.kmu.Lock()
-	m := r.master
-	r.kmu.Unlock()
-	if len(w) == 0 || len(w) > maxWrappedRingKey {
-		return nil, fmt.Errorf("%w: wrapped ring key of %d bytes", ErrFile, len(w))
-	}
-	raw, err := m.Decrypt(ctx, w)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var ok bool
-		if raw, ok = r.reloaded(ctx, w); !ok {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, r.masterErr(err)
-		}
-	}
-	if len(raw) != RingKeySize {
-		clear(raw)
-		return nil, fmt.Errorf("%w: a ring key of %d bytes", ErrFile, len(raw))
-	}
-	return raw, nil
-}
-
-// unwrapRingKey returns the ring key whose wrapped bytes are w, from the
-// cache or from the master.
-func (r *Ring) unwrapRingKey(ctx context.Context, w []byte) (cipher.AEAD, error) {
-	if a := r.cached(w); a != nil {
-		return a, nil
-	}
-	raw, err := r.rawRingKey(ctx, w)
-	if err != nil {
-		return nil, err
-	}
-	defer clear(raw)
-	aead, err := newGCM(raw)
-	if err != nil {
-		return nil, err
-	}
-	r.remember(w, aead)
-	return aead, nil
-}
-
-// update runs fn in one write transaction with the ring key current in that
-// transaction. If the transaction holds a ring key this Ring has not
-// unwrapped (another Ring re-keyed or rotated), it is given up, the key is
-// unwrapped outside it, and the transaction starts again; the last attempt
-// unwraps inside the transaction.
-//
-// If readBack is not nil, it runs in a read transaction on the same open
-// file after the commit, and its error fails the update: what was written
-// must be found again by the ordinary lookup before it is acknowledged.
-//
-// If shred is not nil and reports true after the commit (the transaction
-// removed or replaced a wrapped key), the pages it freed are zeroed before
-// the lock is released (see scrub); a failure there is ErrScrub.
-func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error, shred func() bool) error {
-	if r.cfg.readOnly {
-		return ErrReadOnly
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		var unknown []byte
-		err := r.withDB(ctx, accessWrite, func(db *bolt.DB, f *os.File) error {
-			err := db.Update(func(tx *bolt.Tx) error {
-				meta, deks, w, err := buckets(tx)
-				if err != nil {
-					return err
-				}
-				ring := r.cached(w)
-				if ring == nil {
-					if attempt < maxAttempts {
-						unknown = bytes.Clone(w)
-						return errStale
-					}
-					if ring, err = r.unwrapRingKey(ctx, w); err != nil {
-						return err
-					}
-				}
-				return fn(meta, deks, w, ring)
-			})
-			if err != nil {
-				return err
-			}
-			if readBack != nil {
-				err = db.View(func(tx *bolt.Tx) error {
-					_, deks, _, err := buckets(tx)
-					if err != nil {
-						return err
-					}
-					return readBack(deks)
-				})
-				if err != nil {
-					return err
-				}
-			}
-			if shred != nil && shred() {
-				if err := r.scrub(db, f); err != nil {
-					return fmt.Errorf("%w: %s: %w", ErrScrub, r.path, err)
-				}
-			}
-			return nil
-		})
-		if !errors.Is(err, errStale) || unknown == nil {
-			return err
-		}
-		if _, err := r.unwrapRingKey(ctx, unknown); err != nil && !r.retryMaster(err, attempt) {
-			return err
-		}
-	}
 }

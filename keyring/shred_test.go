@@ -156,10 +156,10 @@ func TestDeleteShreds(t *testing.T) {
 	}
 }
 
-// TestDeleteNoRollback rolls a copy of the ring file back one transaction,
-// as the issue did by changing one byte: the newest meta page fails its
-// checksum, so bbolt opens the tree of the transaction before the Delete.
-// That tree must not give the deleted DEK back.
+// TestDeleteNoRollback rolls a copy of the ring file back one transaction by
+// changing one byte: the newest meta page fails its checksum, so bbolt opens
+// the tree of the transaction before the Delete. That tree must not give the
+// deleted DEK back.
 func TestDeleteNoRollback(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")

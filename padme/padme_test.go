@@ -71,7 +71,10 @@ func params(l uint64) (e, s, lastBits int) {
 }
 
 func TestTargetVectors(t *testing.T) {
-	// From the Padmé paper and notes/pme-padme-threats.md.
+	// Padmé(L) by the paper's formula (Nikitin et al., "Reducing Metadata
+	// Leakage from Encrypted Files and Communication with PURBs", PoPETs
+	// 2019(4)): E = ⌊log2 L⌋, S = ⌊log2 E⌋ + 1, mask = 2^(E−S) − 1,
+	// Padmé(L) = (L + mask) &^ mask.
 	vectors := []struct{ l, want uint64 }{
 		{9, 10}, {11, 12}, {17, 18}, {33, 36}, {65, 72}, {67, 72}, {74, 80},
 		{100, 104}, {129, 144}, {257, 272}, {1000, 1024}, {1025, 1088},

@@ -10,9 +10,9 @@ import (
 
 // TestFetchAhead: every chunk a scan decodes was fetched, verified and
 // opened ahead by the fetcher, never synchronously when arrow-go asked for
-// it, whether the batch size is below or above the row groups' rows (issue
-// 10: predicting row-group order missed every chunk when batches spanned
-// row groups, and every second chunk when they did not); adjacent
+// it, whether the batch size is below or above the row groups' rows (a
+// fetcher that predicted row-group order missed every chunk when batches
+// spanned row groups, and every second chunk when they did not); adjacent
 // projected chunks are fetched as one range.
 func TestFetchAhead(t *testing.T) {
 	ctx := context.Background()

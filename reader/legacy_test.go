@@ -32,7 +32,7 @@ func sealBytes(t *testing.T, b []byte) *reader.Reader {
 	return r
 }
 
-// TestSealedTimestamps (issue 14, section 9): a sealed file's INT96 column
+// TestSealedTimestamps: a sealed file's INT96 column
 // and legacy TIMESTAMP_MICROS column read as timestamps without a time
 // zone (DuckDB's TIMESTAMP, not TIMESTAMP WITH TIME ZONE); INT96 values
 // outside the nanosecond range (9999-12-31 and 200,000 BC, as Spark
@@ -73,9 +73,10 @@ func TestSealedTimestamps(t *testing.T) {
 	}
 }
 
-// TestSealedGeospatial (issue 14, section 9): a sealed file's GEOMETRY and
-// GEOGRAPHY columns read as the GeoArrow type that keeps their logical
-// type (package pqtypes), not as plain binary, with their bytes.
+// TestSealedGeospatial (as in parquet-testing's data/geospatial): a sealed
+// file's GEOMETRY and GEOGRAPHY columns read as the GeoArrow type that keeps
+// their logical type (package pqtypes), not as plain binary, with their
+// bytes.
 func TestSealedGeospatial(t *testing.T) {
 	r := sealBytes(t, testtables.Geospatial())
 	for _, f := range r.Schema().Fields() {

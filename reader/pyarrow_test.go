@@ -11,7 +11,7 @@ import (
 	"github.com/sovm/sop-pme/writer"
 )
 
-// TestPyarrowArrowTypes (issue 14, section 7): a file pyarrow 26 wrote
+// TestPyarrowArrowTypes: a file pyarrow 26 wrote
 // (testdata/pyarrow/gen.py), sealed byte for byte, reads back in the Arrow
 // types pyarrow stored in ARROW:schema where they refine the Parquet ones
 // (durations, which arrow-go cannot write itself, a time zone, large

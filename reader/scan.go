@@ -3,6 +3,7 @@ package reader
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -10,7 +11,128 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/pme"
 )
+
+// Scan returns a reader of the object's rows as Arrow records, projected and
+// restricted by opts. It reads one row group at a time: memory is bounded by
+// the projected column chunks of one row group, and what decoding a batch
+// allocates by WithMemoryLimit. Each chunk is verified against storage_id
+// before it is decrypted, and its pages are checked against the footer
+// before they are decoded; a chunk that fails makes the record reader fail,
+// with an error matching verify.ErrVerify, pme.ErrAuth or ErrFormat, before
+// any of its rows are returned. An error of the decoder matches ErrDecode:
+// no panic of the decoder escapes the record reader. ctx bounds the scan.
+func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordReader, error) {
+	cfg := scanConfig{batch: DefaultBatchSize, maxValues: DefaultMaxValues(r.Size())}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	var cols []int
+	if len(cfg.fieldIDs) > 0 {
+		var err error
+		if cols, err = r.leaves(cfg.fieldIDs); err != nil {
+			return nil, err
+		}
+	}
+	rgs := cfg.rowGroups
+	for _, i := range rgs {
+		if i < 0 || i >= r.nrg {
+			return nil, fmt.Errorf("%w: %d of %d", ErrRowGroup, i, r.nrg)
+		}
+	}
+	if rgs == nil {
+		rgs = make([]int, r.nrg)
+		for i := range rgs {
+			rgs[i] = i
+		}
+	}
+	// The column decoders must fit the memory limit before any is built.
+	ncols := len(cols)
+	if cols == nil {
+		ncols = r.numLeaves
+	}
+	b := newBudget(r.alloc, cfg.memLimit, ncols)
+	var first int64
+	if len(rgs) > 0 {
+		for j, c := range r.grid[rgs[0]] {
+			if cols == nil || slices.Contains(cols, j) {
+				first += c.Len
+			}
+		}
+	}
+	if !b.fits(first) {
+		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d (the default makes room for up to %d); project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first), DefaultMaxColumns)
+	}
+	values := &valueBudget{r: r, cols: cols, limit: cfg.maxValues}
+	if len(rgs) > 0 {
+		if err := values.take(rgs[0]); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pf, view, err := r.open(ctx, b)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	// The scan decodes one row group at a time, each with a record reader
+	// of its own, so that the fetcher knows which chunks come next. Parallel
+	// stays false: arrow-go then decodes in the goroutine that calls Next,
+	// where scanReader catches its panics. (It builds the readers of a
+	// struct's children in goroutines, which read nothing.) The first row
+	// group's reader is built here, for the schema and to fail early.
+	var fr *pqarrow.FileReader
+	var rr pqarrow.RecordReader
+	err = catch(ErrDecode, func() error {
+		var err error
+		if fr, _, err = r.fileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
+			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
+		}
+		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
+			return fmt.Errorf("%w: %w", ErrDecode, err)
+		}
+		return nil
+	})
+	if err == nil && b.overBuilt(first) {
+		rr.Release()
+		err = fmt.Errorf("%w: the column decoders need more than %d bytes", ErrMemoryLimit, b.total(first))
+	}
+	if err != nil {
+		cancel()
+		view.close()
+		return nil, err
+	}
+	f := startFetcher(ctx, view, r.grid, cols, rgs)
+	sr := &scanReader{rr: rr, schema: r.scanSchema(rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
+		done: func() { cancel(); f.stop(); view.close() }}
+	sr.refs.Store(1)
+	return sr, nil
+}
+
+// leaves maps field IDs to the indices of the leaf columns under them.
+func (r *Reader) leaves(ids []int32) ([]int, error) {
+	var cols []int
+	for _, id := range ids {
+		found := false
+		for _, f := range r.fields {
+			if f.HasID && f.ID == id {
+				for i := range f.NumLeaf {
+					cols = append(cols, f.FirstLeaf+i)
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: %d", ErrField, id)
+		}
+	}
+	slices.Sort(cols)
+	return slices.Compact(cols), nil
+}
 
 // The default memory limit of a scan (see WithMemoryLimit).
 const (

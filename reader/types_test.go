@@ -17,7 +17,7 @@ import (
 	"github.com/sovm/sop-pme/writer"
 )
 
-// allTypes returns a schema with every type the writer issue lists, each
+// allTypes returns a schema with every Arrow type the writer takes, each
 // column nullable with nulls in it, and a record of n deterministic rows
 // (row 3 is null in every column).
 func allTypes(t testing.TB, n int) (*arrow.Schema, arrow.RecordBatch) {

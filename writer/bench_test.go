@@ -21,7 +21,7 @@ import (
 	"github.com/sovm/sop-pme/writer"
 )
 
-// benchTable is the benchmark table (package benchdata).
+// benchTable is the table the benchmarks share (package benchdata).
 func benchTable(n int, seed uint64) (*arrow.Schema, arrow.RecordBatch) {
 	return benchdata.Schema(), benchdata.Record(n, seed)
 }

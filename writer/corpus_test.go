@@ -23,7 +23,7 @@ import (
 )
 
 // The tests in this file reproduce, with files they make, what Apache
-// parquet-testing's corpus found (issue 14, section 9).
+// parquet-testing's corpus found.
 
 // twoStrings returns a record of two string columns, n rows.
 func twoStrings(n int) arrow.RecordBatch {

@@ -10,9 +10,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// TestDictionaryPays checks the decision on the columns issue 10 measured:
-// dictionary where values repeat, plain where they hardly do or where the
-// dictionary would outgrow its page (the encoder would fall back anyway).
+// TestDictionaryPays checks the decision on columns like those of the
+// cross-engine benchmark (bench/) and a few more: dictionary where values
+// repeat, plain where they hardly do or where the dictionary would outgrow
+// its page (the encoder would fall back anyway).
 func TestDictionaryPays(t *testing.T) {
 	const rows = 122_880
 	rng := rand.New(rand.NewPCG(1, 2))

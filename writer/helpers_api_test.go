@@ -251,9 +251,9 @@ func ExampleWriteRecords() {
 // TestParallelismIndependent: the object does not depend on how many row
 // groups encode at once. With crypto/rand made deterministic (the same DEK,
 // key_ref and nonces in the same order), objects written with parallelism
-// 1, 2 and 4 are byte for byte the same (issue 10: "Output must remain a
-// valid, conformant object that DuckDB reads, whatever N is"; interop reads
-// objects of the default parallelism).
+// 1, 2 and 4 are byte for byte the same: the object stays valid,
+// conformant and readable by DuckDB whatever the parallelism, though
+// interop reads objects of the default parallelism only.
 func TestParallelismIndependent(t *testing.T) {
 	schema, rec := testTable(t, 30000, "")
 	defer rec.Release()

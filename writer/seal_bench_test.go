@@ -53,7 +53,7 @@ func dropObject(dir string, obj writer.Object) {
 	os.Remove(filepath.Join(dir, obj.StorageID.String()+".obao4"))
 }
 
-// BenchmarkSealFile seals the table (1,000,000 rows, zstd, as
+// BenchmarkSealFile seals the benchdata table (1,000,000 rows, zstd, as
 // arrow-go writes it with the writer's defaults; about 33 MB) byte for
 // byte with SealFile, and imports the same file by re-encoding it (pqarrow
 // reads it, the writer writes it), into two stores: discardStore, which

@@ -189,7 +189,8 @@ func subPath(c *cobra.Command) string {
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
 }
 
-// args returns a cobra argument check that reports a usage error.
+// exactArgs returns a cobra argument check that n arguments, what, are
+// given, which reports a usage error otherwise.
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
@@ -216,22 +217,8 @@ func (s *storeFlag) path() (string, error) {
 	return s.dir, nil
 }
 
-// openStore opens an existing store read-only: it creates nothing, and
+// openReadOnly opens an existing store read-only: it creates nothing, and
 // removes nothing.
-// openRead opens, for a command that only reads, the store and the keyring,
-// both read-only: neither is created.
-func (a *app) openRead(ctx context.Context, store *storeFlag, ks *keySource) (*blobs.Dir, *keys, error) {
-	st, err := store.openReadOnly()
-	if err != nil {
-		return nil, nil, err
-	}
-	k, err := ks.openRing(ctx, store.dir, ringRead, a.stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, k, nil
-}
-
 func (s *storeFlag) openReadOnly() (*blobs.Dir, error) {
 	dir, err := s.path()
 	if err != nil {

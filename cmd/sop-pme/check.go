@@ -46,10 +46,8 @@ type checkSummary struct {
 
 func (a *app) checkCmd() *cobra.Command {
 	var (
-		store  storeFlag
-		ks     keySource
-		all    bool
-		asJSON bool
+		flags objectFlags
+		all   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check ID... | --all",
@@ -72,28 +70,9 @@ storage_id, 6 when an object fails another requirement, then 5 (no DEK), 3
 (no such object), 1.
 
 ` + keysHelp,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if all == (len(args) > 0) {
-				return usagef("check takes one or more storage_ids, or --all (see sop-pme check -h)")
-			}
-			return nil
-		},
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			idArgs, err := parseIDArgs(args)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, k, err := a.openRead(ctx, &store, &ks)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			ids, err := objectIDs(ctx, st, idArgs, all)
-			if err != nil {
-				return err
-			}
-			v := &verifier{a: a, st: st, ks: &ks, dir: store.dir, k: k, opened: true}
+		Args: idsOrAll(&all),
+		RunE: a.withObjects(&flags, &all, keysNow, func(ctx context.Context, objs *objects) error {
+			ids, asJSON := objs.ids, flags.asJSON
 			many := all || len(ids) > 1
 			results := []checkResult{}
 			var failures []error
@@ -102,7 +81,7 @@ storage_id, 6 when an object fails another requirement, then 5 (no DEK), 3
 				if many && !asJSON && i > 0 {
 					fmt.Fprintln(a.stdout)
 				}
-				res, rep, err := v.check(ctx, id)
+				res, rep, err := objs.check(ctx, id)
 				if errors.Is(err, context.Canceled) {
 					return err
 				}
@@ -136,19 +115,17 @@ storage_id, 6 when an object fails another requirement, then 5 (no DEK), 3
 			return manyFailed(failures, len(ids), many, "failed the check")
 		}),
 	}
-	addStoreFlag(cmd, &store)
-	addKeyFlags(cmd, &ks)
+	flags.add(cmd, "print the report as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "check every object in the store")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
 
 // check checks one object: its result, its report (nil if the check could
 // not run: no such object, no DEK), and the error the object gives, if it
 // is not conformant.
-func (v *verifier) check(ctx context.Context, id storageid.ID) (checkResult, *reader.Report, error) {
+func (o *objects) check(ctx context.Context, id storageid.ID) (checkResult, *reader.Report, error) {
 	res := checkResult{StorageID: id.String(), Size: -1, UnpaddedSize: -1, Checked: []string{}, Findings: []checkFinding{}}
-	rep, err := reader.Check(ctx, v.st, id, v.k.ring)
+	rep, err := reader.Check(ctx, o.st, id, o.k.ring)
 	if err != nil {
 		return res, nil, about(id.String(), err)
 	}
@@ -165,10 +142,10 @@ func (v *verifier) check(ctx context.Context, id storageid.ID) (checkResult, *re
 		msg := id.String() + ": the bytes do not match the storage_id: the object is damaged, or is not the one asked for"
 		// Where: the first damaged range, as verify finds it.
 		var re *verify.RangeError
-		if err := verify.Verify(ctx, v.st, id); errors.As(err, &re) {
+		if err := verify.Verify(ctx, o.st, id); errors.As(err, &re) {
 			res.Damaged = &damagedRange{int64(re.Off), int64(re.Len), re.Proof}
 			var where string
-			res.Location, where = v.locate(ctx, id, re)
+			res.Location, where = o.locate(ctx, id, re)
 			msg += damageText(re, where)
 		}
 		return res, rep, &cmdError{exitVerify, msg, nil}

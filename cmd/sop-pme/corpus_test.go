@@ -20,7 +20,7 @@ import (
 )
 
 // The tests in this file run import, check and export over files made the
-// way Apache parquet-testing's problem files are (issue 14, section 9).
+// way Apache parquet-testing's problem files are.
 
 // TestImportLZ4: a file of the deprecated LZ4 codec (Hadoop framing),
 // which neither DuckDB nor arrow-go reads, is sealed with its pages

@@ -159,7 +159,9 @@ func cleanText(s string) string {
 	return strings.Join(out, ": ")
 }
 
-// about attaches a subject to err, for classify.
+// A subjectError is err about a subject (a storage_id, a file or a store),
+// which exitCode hands to classify to begin the error's line; about makes
+// one.
 type subjectError struct {
 	subject string
 	err     error

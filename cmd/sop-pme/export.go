@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -16,12 +17,12 @@ import (
 
 func (a *app) exportCmd() *cobra.Command {
 	var (
-		store  storeFlag
-		ks     keySource
+		flags  objectFlags
 		out    string
 		format string
 		fields string
 		limit  int64
+		f      formats.Format // from --format or -o's name (PreRunE)
 	)
 	cmd := &cobra.Command{
 		Use:   "export ID",
@@ -54,38 +55,31 @@ its enclosing fields with it. A name is looked up first, then an ID.
   sop-pme export -s ./store ID --fields customer,amount --format csv > orders.csv
   sop-pme export -s ./store ID --fields 2,3 --limit 10`,
 		Args: exactArgs(1, "one storage_id"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			arg, err := parseIDArg(args[0])
-			if err != nil {
+		PreRunE: runE(func(_ *cobra.Command, args []string) (err error) {
+			// The ID, then the format, are checked before anything is
+			// opened.
+			if _, err = parseIDArgs(args); err != nil {
 				return err
 			}
-			f, err := exportFormat(format, out, a.stdoutTTY)
-			if err != nil {
+			if f, err = exportFormat(format, out, a.stdoutTTY); err != nil {
 				return err
 			}
 			if limit < 0 || (limit == 0 && f == formats.Table) {
 				limit = 40
 			}
-			ctx := cmd.Context()
-			st, k, err := a.openRead(ctx, &store, &ks)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			ids, err := resolveIDs(ctx, st, []idArg{arg})
-			if err != nil {
-				return err
-			}
-			id := ids[0]
+			return nil
+		}),
+		RunE: a.withObjects(&flags, nil, keysNow, func(ctx context.Context, objs *objects) error {
+			id := objs.ids[0]
 			m := a.newMeter("export", -1)
 			if (out == "" || out == "-") && a.stdoutTTY && f != formats.Table {
 				// Rows stream to the terminal the bar would be drawn on.
 				m.bar = nil
 			}
-			r, err := reader.Open(ctx, countingSource{st, m}, id, k.ring)
+			r, err := objs.reader(ctx, countingSource{objs.st, m}, id)
 			if err != nil {
 				m.abort()
-				return about(id.String(), err)
+				return err
 			}
 			if m.bar != nil {
 				m.bar.ChangeMax64(r.Size())
@@ -189,8 +183,7 @@ its enclosing fields with it. A name is looked up first, then an ID.
 			return nil
 		}),
 	}
-	addStoreFlag(cmd, &store)
-	addKeyFlags(cmd, &ks)
+	flags.add(cmd, "")
 	fl := cmd.Flags()
 	fl.StringVarP(&out, "output", "o", "", "write to `file` (default stdout)")
 	fl.StringVar(&format, "format", "", "output `format`: parquet (plaintext), arrow, arrows, csv, ndjson or table")

@@ -12,7 +12,7 @@ import (
 	"github.com/sovm/sop-pme/internal/testtables"
 )
 
-// TestImportInt96Range (issue 14, section 9, int96_from_spark.parquet):
+// TestImportInt96Range (parquet-testing's int96_from_spark.parquet):
 // INT96 values that fit microseconds (9999-12-31, 200,000 BC) import,
 // export and read back at microseconds without a time zone; a file with a
 // value beyond the microsecond range is refused by import, sealed or
@@ -54,7 +54,7 @@ func TestImportInt96Range(t *testing.T) {
 	}
 }
 
-// TestExportGeospatial (issue 14, section 9, data/geospatial): a sealed
+// TestExportGeospatial (parquet-testing's data/geospatial): a sealed
 // file's GEOMETRY and GEOGRAPHY columns export with their logical types
 // (DuckDB then reads GEOMETRY, not BLOB), and --reencode keeps them in the
 // object.

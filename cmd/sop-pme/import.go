@@ -7,11 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
@@ -34,7 +32,8 @@ const (
 // being gathered, and the one being encoded and sealed), and 80 MiB for
 // the encoded plaintext, the input reader, the codecs and the runtime. The
 // garbage collector works harder near it, so that garbage does not double
-// the resident set; issue 8's bound is 2 × rgBytes + 128 MiB of RSS.
+// the resident set, which must stay within 2 × rgBytes + 128 MiB (the
+// README's bound, which TestImportRSS measures).
 func importMemoryLimit(rgBytes int64) int64 { return 2*rgBytes + 80<<20 }
 
 type importResult struct {
@@ -63,19 +62,30 @@ const (
 	pathReencoded = "reencoded"
 )
 
+// An importer is one run of import: its flags, what validate makes of
+// them, and run, which writes the object and its DEK.
+type importer struct {
+	a        *app
+	cmd      *cobra.Command
+	store    storeFlag
+	ks       keySource
+	format   string
+	assign   bool
+	asJSON   bool
+	rgRows   int64
+	rgBytes  int64
+	codec    string
+	parallel int
+	reencode bool
+
+	// Set by validate.
+	f   formats.Format
+	c   writer.Codec
+	dir string
+}
+
 func (a *app) importCmd() *cobra.Command {
-	var (
-		store    storeFlag
-		ks       keySource
-		format   string
-		assign   bool
-		asJSON   bool
-		rgRows   int64
-		rgBytes  int64
-		codec    string
-		parallel int
-		reencode bool
-	)
+	im := &importer{a: a}
 	cmd := &cobra.Command{
 		Use:   "import FILE|-",
 		Short: "Write a table (Parquet, Arrow IPC, CSV, NDJSON) into a new object",
@@ -129,176 +139,215 @@ stderr), once the object is written.
   duckdb -c "COPY (SELECT ...) TO '/dev/stdout' (FORMAT csv)" | sop-pme import -s ./store --format csv --assign-field-ids -`,
 		Args: exactArgs(1, "one input file (or - for stdin)"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			var f formats.Format
-			var err error
-			if format != "" {
-				if f, err = formats.Parse(format); err != nil {
-					return usagef("--format %q: one of %s", format, formatList(formats.All))
-				}
-			}
-			c, err := parseCodec(codec)
-			if err != nil {
+			if err := im.validate(); err != nil {
 				return err
 			}
-			dir, err := store.path()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			// Keys first: a wrong KEK fails before any work. A missing KEK or
-			// keyring is created only once the object is written.
-			if err := ks.checkApart(dir); err != nil {
-				return err
-			}
-			k, err := ks.openRing(ctx, dir, ringWrite, a.stderr)
-			var ce *cmdError
-			if errors.As(err, &ce) && ce.code == exitNotFound {
-				k, err = nil, nil
-			}
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-
-			path := args[0]
-			name := path
-			total := int64(-1)
-			if path == "-" {
-				name = "stdin"
-			} else if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-				total = st.Size()
-			}
-			m := a.newMeter("import", total)
-			in, err := formats.Open(ctx, path, formats.InputOptions{Format: f, OnRead: m.add})
-			if err != nil {
-				m.abort()
-				if errors.Is(err, fs.ErrNotExist) {
-					return &cmdError{exitNotFound, name + ": no such file", err}
-				}
-				return about(name, err)
-			}
-			defer in.Close()
-			var rr array.RecordReader = in
-			if missing := missingFieldIDs(in.Schema()); len(missing) > 0 {
-				if !assign {
-					m.abort()
-					return &cmdError{exitFailure, fmt.Sprintf("%s: %d %s no Parquet field ID: %s (give --assign-field-ids to number them; SOP-PME-1 11.2)",
-						name, len(missing), plural(len(missing), "field has", "fields have"), listNames(missing, 16)), writer.ErrFieldID}
-				}
-				schema, err := writer.AssignFieldIDs(in.Schema())
-				if err != nil {
-					m.abort()
-					return about(name, err)
-				}
-				rr = &reschemed{RecordReader: in, schema: schema}
-			} else if _, err := writer.AssignFieldIDs(in.Schema()); err != nil {
-				m.abort()
-				return about(name, err)
-			}
-
-			if os.Getenv("GOMEMLIMIT") == "" {
-				// A soft limit: the garbage collector works harder as the
-				// heap nears it, so that garbage does not double the
-				// resident set (GOGC=100 lets the heap grow to twice what
-				// is live). It never fails an allocation.
-				debug.SetMemoryLimit(importMemoryLimit(rgBytes))
-			}
-			_, statErr := os.Stat(dir)
-			st, err := blobs.CreateDir(dir)
-			if err != nil {
-				m.abort()
-				return storeErr(dir, err)
-			}
-			created := errors.Is(statErr, fs.ErrNotExist)
-			var prog writer.Progress
-			var obj writer.Object
-			how, why := pathSealed, reencodeWhy(cmd, in.Format, path, reencode)
-			if why == "" {
-				// INT96 values that no read could return are refused
-				// before anything is sealed (re-encoding refuses them as
-				// it reads them).
-				if err := formats.CheckInt96(ctx, path); err != nil {
-					m.abort()
-					if created {
-						removeEmptyStore(dir)
-					}
-					return about(name, err)
-				}
-				obj, err = sealParquet(ctx, st, path, assign, m, &prog)
-				if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, pme.ErrPlaintextParquet) {
-					// What was sealed is discarded (SealFile aborted its
-					// import); the rows are encoded again, from the start.
-					why, err = notSealableWhy(err), nil
-					m.n.Store(0)
-					m.start = time.Now()
-					if m.bar != nil {
-						m.bar.Reset()
-					}
-				}
-			}
-			if why != "" {
-				how = pathReencoded
-				obj, err = writer.WriteRecords(ctx, st, rr,
-					writer.WithRowGroupRows(rgRows), writer.WithRowGroupBytes(rgBytes),
-					writer.WithParallelism(parallel), writer.WithCodec(c),
-					writer.WithProgress(func(p writer.Progress) { prog = p }))
-			}
-			if err != nil {
-				m.abort()
-				if created {
-					removeEmptyStore(dir)
-				}
-				return about(name, err)
-			}
-			if k == nil {
-				if k, err = ks.openRing(ctx, dir, ringCreate, a.stderr); err != nil {
-					m.abort()
-					st.Delete(ctx, obj.StorageID)
-					return err
-				}
-				defer k.Close()
-			}
-			if err := k.ring.Put(ctx, obj.StorageID, obj.DEK); err != nil {
-				m.abort()
-				// An object without its DEK is unreadable: remove it.
-				st.Delete(ctx, obj.StorageID)
-				return about(k.ring.Path(), err)
-			}
-			if how == pathSealed {
-				m.done("sealed %d rows of %s byte for byte%s (%s in, %s object)", prog.Rows, name, rewritten(prog.RewrittenPages), mb(m.n.Load()), mb(int64(obj.Size)))
-			} else {
-				m.done("imported %d rows from %s, re-encoded: %s (%s in, %s object)", prog.Rows, name, why, mb(m.n.Load()), mb(int64(obj.Size)))
-			}
-			res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String(), how, why, prog.RewrittenPages}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			fmt.Fprintf(a.stdout, "storage_id     %s\n", res.StorageID)
-			fmt.Fprintf(a.stdout, "size           %d bytes (Padmé target of the unpadded size)\n", res.Size)
-			fmt.Fprintf(a.stdout, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", res.UnpaddedSize)
-			fmt.Fprintf(a.stdout, "rows           %d\n", res.Rows)
-			fmt.Fprintf(a.stdout, "row groups     %d\n", res.RowGroups)
-			fmt.Fprintf(a.stdout, "key_ref        %s (opaque; resolves nothing)\n", res.KeyRef)
-			if how == pathSealed {
-				fmt.Fprintf(a.stdout, "path           sealed (the input's pages, byte for byte%s)\n", rewritten(prog.RewrittenPages))
-			} else {
-				fmt.Fprintf(a.stdout, "path           re-encoded (%s)\n", why)
-			}
-			return nil
+			return im.run(cmd.Context(), args[0])
 		}),
 	}
-	addStoreFlag(cmd, &store)
-	addKeyFlags(cmd, &ks)
+	im.cmd = cmd
+	addStoreFlag(cmd, &im.store)
+	addKeyFlags(cmd, &im.ks)
 	fl := cmd.Flags()
-	fl.StringVar(&format, "format", "", "input `format`: "+formatList(formats.All)+" (default: from the first bytes or the name)")
-	fl.BoolVar(&assign, "assign-field-ids", false, "assign the Parquet field IDs the input lacks (see above)")
-	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	fl.Int64Var(&rgRows, "row-group-rows", importRowGroupRows, "most `rows` in a row group")
-	fl.Int64Var(&rgBytes, "row-group-bytes", importRowGroupBytes, "most `bytes` of Arrow buffers in a row group; memory is about twice this")
-	fl.StringVar(&codec, "codec", "zstd", "page `codec`: zstd, snappy or none")
-	fl.IntVar(&parallel, "parallel", 1, "row groups `n` encoded at once; memory grows to about n+1 row groups")
-	fl.BoolVar(&reencode, "reencode", false, "encode a Parquet input's rows again rather than seal its pages byte for byte")
+	fl.StringVar(&im.format, "format", "", "input `format`: "+formatList(formats.All)+" (default: from the first bytes or the name)")
+	fl.BoolVar(&im.assign, "assign-field-ids", false, "assign the Parquet field IDs the input lacks (see above)")
+	fl.BoolVar(&im.asJSON, "json", false, "print the result as JSON")
+	fl.Int64Var(&im.rgRows, "row-group-rows", importRowGroupRows, "most `rows` in a row group")
+	fl.Int64Var(&im.rgBytes, "row-group-bytes", importRowGroupBytes, "most `bytes` of Arrow buffers in a row group; memory is about twice this")
+	fl.StringVar(&im.codec, "codec", "zstd", "page `codec`: zstd, snappy or none")
+	fl.IntVar(&im.parallel, "parallel", 1, "row groups `n` encoded at once; memory grows to about n+1 row groups")
+	fl.BoolVar(&im.reencode, "reencode", false, "encode a Parquet input's rows again rather than seal its pages byte for byte")
 	return cmd
+}
+
+// validate checks the flags before anything is opened or read: the input
+// format, the codec and the store's path.
+func (im *importer) validate() error {
+	if im.format != "" {
+		f, err := formats.Parse(im.format)
+		if err != nil {
+			return usagef("--format %q: one of %s", im.format, formatList(formats.All))
+		}
+		im.f = f
+	}
+	c, err := parseCodec(im.codec)
+	if err != nil {
+		return err
+	}
+	im.c = c
+	im.dir, err = im.store.path()
+	return err
+}
+
+// run imports the table at path (stdin for "-") into a new object of the
+// store, and its DEK into the keyring. The keys come first: a wrong KEK
+// fails before any work; a missing KEK or keyring is created only once the
+// object is written. On any failure nothing is left behind.
+func (im *importer) run(ctx context.Context, path string) error {
+	a, dir := im.a, im.dir
+	if err := im.ks.checkApart(dir); err != nil {
+		return err
+	}
+	k, err := im.ks.openRing(ctx, dir, ringWrite, a.stderr)
+	var ce *cmdError
+	if errors.As(err, &ce) && ce.code == exitNotFound {
+		k, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+
+	name := path
+	total := int64(-1)
+	if path == "-" {
+		name = "stdin"
+	} else if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		total = st.Size()
+	}
+	m := a.newMeter("import", total)
+	in, rr, err := im.open(ctx, path, name, m)
+	if err != nil {
+		m.abort()
+		return err
+	}
+	defer in.Close()
+
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit: the garbage collector works harder as the
+		// heap nears it, so that garbage does not double the
+		// resident set (GOGC=100 lets the heap grow to twice what
+		// is live). It never fails an allocation.
+		debug.SetMemoryLimit(importMemoryLimit(im.rgBytes))
+	}
+	_, statErr := os.Stat(dir)
+	st, err := blobs.CreateDir(dir)
+	if err != nil {
+		m.abort()
+		return storeErr(dir, err)
+	}
+	created := errors.Is(statErr, fs.ErrNotExist)
+	w, err := im.write(ctx, st, in.Format, rr, path, m)
+	if err != nil {
+		m.abort()
+		if created {
+			removeEmptyStore(dir)
+		}
+		return about(name, err)
+	}
+	obj, prog := w.obj, w.prog
+	if k == nil {
+		if k, err = im.ks.openRing(ctx, dir, ringCreate, a.stderr); err != nil {
+			m.abort()
+			st.Delete(ctx, obj.StorageID)
+			return err
+		}
+		defer k.Close()
+	}
+	if err := k.ring.Put(ctx, obj.StorageID, obj.DEK); err != nil {
+		m.abort()
+		// An object without its DEK is unreadable: remove it.
+		st.Delete(ctx, obj.StorageID)
+		return about(k.ring.Path(), err)
+	}
+	if w.how == pathSealed {
+		m.done("sealed %d rows of %s byte for byte%s (%s in, %s object)", prog.Rows, name, rewritten(prog.RewrittenPages), mb(m.n.Load()), mb(int64(obj.Size)))
+	} else {
+		m.done("imported %d rows from %s, re-encoded: %s (%s in, %s object)", prog.Rows, name, w.why, mb(m.n.Load()), mb(int64(obj.Size)))
+	}
+	res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String(), w.how, w.why, prog.RewrittenPages}
+	if im.asJSON {
+		return printJSON(a.stdout, res)
+	}
+	fmt.Fprintf(a.stdout, "storage_id     %s\n", res.StorageID)
+	fmt.Fprintf(a.stdout, "size           %d bytes (Padmé target of the unpadded size)\n", res.Size)
+	fmt.Fprintf(a.stdout, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", res.UnpaddedSize)
+	fmt.Fprintf(a.stdout, "rows           %d\n", res.Rows)
+	fmt.Fprintf(a.stdout, "row groups     %d\n", res.RowGroups)
+	fmt.Fprintf(a.stdout, "key_ref        %s (opaque; resolves nothing)\n", res.KeyRef)
+	if w.how == pathSealed {
+		fmt.Fprintf(a.stdout, "path           sealed (the input's pages, byte for byte%s)\n", rewritten(prog.RewrittenPages))
+	} else {
+		fmt.Fprintf(a.stdout, "path           re-encoded (%s)\n", w.why)
+	}
+	return nil
+}
+
+// open opens the input at path (called name in errors), counting its
+// bytes on m, and returns it with the reader of its records: with the
+// field IDs it lacks assigned, under --assign-field-ids, or else checked.
+func (im *importer) open(ctx context.Context, path, name string, m *meter) (*formats.Input, array.RecordReader, error) {
+	in, err := formats.Open(ctx, path, formats.InputOptions{Format: im.f, OnRead: m.add})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, &cmdError{exitNotFound, name + ": no such file", err}
+		}
+		return nil, nil, about(name, err)
+	}
+	if missing := missingFieldIDs(in.Schema()); len(missing) > 0 {
+		if !im.assign {
+			in.Close()
+			return nil, nil, &cmdError{exitFailure, fmt.Sprintf("%s: %d %s no Parquet field ID: %s (give --assign-field-ids to number them; SOP-PME-1 11.2)",
+				name, len(missing), plural(len(missing), "field has", "fields have"), listNames(missing, 16)), writer.ErrFieldID}
+		}
+		schema, err := writer.AssignFieldIDs(in.Schema())
+		if err != nil {
+			in.Close()
+			return nil, nil, about(name, err)
+		}
+		return in, &reschemed{RecordReader: in, schema: schema}, nil
+	} else if _, err := writer.AssignFieldIDs(in.Schema()); err != nil {
+		in.Close()
+		return nil, nil, about(name, err)
+	}
+	return in, in, nil
+}
+
+// imported is what import wrote: the object, the writer's last progress,
+// the path taken (pathSealed or pathReencoded) and why it re-encoded.
+type imported struct {
+	obj      writer.Object
+	prog     writer.Progress
+	how, why string
+}
+
+// write writes the object into st: the Parquet file at path sealed byte
+// for byte when it can be, otherwise the records of rr encoded again.
+func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, rr array.RecordReader, path string, m *meter) (imported, error) {
+	var prog writer.Progress
+	var obj writer.Object
+	var err error
+	how, why := pathSealed, reencodeWhy(im.cmd, f, path, im.reencode)
+	if why == "" {
+		// INT96 values that no read could return are refused
+		// before anything is sealed (re-encoding refuses them as
+		// it reads them).
+		if err := formats.CheckInt96(ctx, path); err != nil {
+			return imported{}, err
+		}
+		obj, err = sealParquet(ctx, st, path, im.assign, m, &prog)
+		if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, pme.ErrPlaintextParquet) {
+			// What was sealed is discarded (SealFile aborted its
+			// import); the rows are encoded again, from the start.
+			why, err = notSealableWhy(err), nil
+			m.n.Store(0)
+			m.start = time.Now()
+			if m.bar != nil {
+				m.bar.Reset()
+			}
+		}
+	}
+	if why != "" {
+		how = pathReencoded
+		obj, err = writer.WriteRecords(ctx, st, rr,
+			writer.WithRowGroupRows(im.rgRows), writer.WithRowGroupBytes(im.rgBytes),
+			writer.WithParallelism(im.parallel), writer.WithCodec(im.c),
+			writer.WithProgress(func(p writer.Progress) { prog = p }))
+	}
+	if err != nil {
+		return imported{}, err
+	}
+	return imported{obj, prog, how, why}, nil
 }
 
 // reencodeWhy says why an input is re-encoded without trying to seal it,
@@ -409,86 +458,6 @@ func listNames(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
-}
-
-// missingFieldIDs returns the dotted paths of the fields of schema without
-// a Parquet field ID, by the rule of writer.AssignFieldIDs: no
-// "PARQUET:field_id", or the "-1" pqarrow reports for a column without one.
-// A list's element and a map's key and value are fields too.
-func missingFieldIDs(schema *arrow.Schema) []string {
-	var out []string
-	var walk func(prefix string, f arrow.Field)
-	walk = func(prefix string, f arrow.Field) {
-		path := f.Name
-		if prefix != "" {
-			path = prefix + "." + f.Name
-		}
-		v, ok := f.Metadata.GetValue(writer.FieldIDKey)
-		if n, err := strconv.ParseInt(v, 10, 32); !ok || err != nil || n < 1 {
-			switch {
-			case !ok || v == "-1":
-				out = append(out, path)
-			case v == "0": // DuckDB's FIELD_IDS 'auto' numbers from 0
-				out = append(out, path+" (ID 0)")
-			}
-		}
-		for _, c := range children(f.Type) {
-			walk(path, c)
-		}
-	}
-	for _, f := range schema.Fields() {
-		walk("", f)
-	}
-	return out
-}
-
-// children returns the fields nested in a type: a struct's fields, a list's
-// element, a map's key and value, an extension type's storage fields.
-func children(dt arrow.DataType) []arrow.Field {
-	switch t := dt.(type) {
-	case *arrow.MapType:
-		return []arrow.Field{t.KeyField(), t.ItemField()}
-	case arrow.ListLikeType:
-		return []arrow.Field{t.ElemField()}
-	case *arrow.StructType:
-		return t.Fields()
-	case arrow.ExtensionType:
-		return children(t.StorageType()) // a variant's metadata, value, typed_value
-	}
-	return nil
-}
-
-// reschemed gives each record of a reader another schema with the same
-// types: the input's schema with field IDs assigned.
-type reschemed struct {
-	array.RecordReader
-	schema *arrow.Schema
-	cur    arrow.RecordBatch
-}
-
-func (r *reschemed) Schema() *arrow.Schema { return r.schema }
-
-func (r *reschemed) Next() bool {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	if !r.RecordReader.Next() {
-		return false
-	}
-	rec := r.RecordReader.RecordBatch()
-	r.cur = array.NewRecordBatch(r.schema, rec.Columns(), rec.NumRows())
-	return true
-}
-
-func (r *reschemed) RecordBatch() arrow.RecordBatch { return r.cur }
-func (r *reschemed) Record() arrow.RecordBatch      { return r.cur }
-
-func (r *reschemed) Release() {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
 }
 
 // removeEmptyStore removes a store that an import created and then failed

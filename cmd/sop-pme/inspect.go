@@ -56,10 +56,8 @@ type footerMeta struct {
 
 func (a *app) inspectCmd() *cobra.Command {
 	var (
-		store  storeFlag
-		ks     keySource
-		asJSON bool
-		noKey  bool
+		flags objectFlags
+		noKey bool
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect ID",
@@ -79,40 +77,25 @@ there, so use them for planning, never as an answer; export counts the rows.
 
 ` + keysHelp,
 		Args: exactArgs(1, "one storage_id"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			arg, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := store.openReadOnly()
-			if err != nil {
-				return err
-			}
-			ids, err := resolveIDs(ctx, st, []idArg{arg})
-			if err != nil {
-				return err
-			}
-			id := ids[0]
-			res, tail, err := inspectStorage(ctx, st, id)
+		RunE: a.withObjects(&flags, nil, keysLater, func(ctx context.Context, objs *objects) error {
+			id := objs.ids[0]
+			res, tail, err := inspectStorage(ctx, objs.st, id)
 			if err != nil {
 				return about(id.String(), err)
 			}
 			if !noKey {
-				if res.Footer, err = a.inspectFooter(ctx, &ks, store.dir, st, id, tail); err != nil {
+				if res.Footer, err = a.inspectFooter(ctx, objs, id, tail); err != nil {
 					return about(id.String(), err)
 				}
 			}
-			if asJSON {
+			if flags.asJSON {
 				return printJSON(a.stdout, res)
 			}
 			printInspect(a.stdout, res)
 			return nil
 		}),
 	}
-	addStoreFlag(cmd, &store)
-	addKeyFlags(cmd, &ks)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	flags.add(cmd, "print the result as JSON")
 	cmd.Flags().BoolVar(&noKey, "no-key", false, "show only what untrusted storage sees; use no key")
 	return cmd
 }
@@ -246,8 +229,8 @@ func padmeMin(size int64) int64 {
 // inspectFooter reads the row groups, rows and codecs the object's footer
 // states, if the keyring holds its DEK. Without a KEK, keyring or DEK it
 // says so on stderr and returns nil.
-func (a *app) inspectFooter(ctx context.Context, ks *keySource, dir string, src verify.Source, id storageid.ID, tail pme.Tail) (*footerMeta, error) {
-	k, err := ks.openRing(ctx, dir, ringRead, a.stderr)
+func (a *app) inspectFooter(ctx context.Context, o *objects, id storageid.ID, tail pme.Tail) (*footerMeta, error) {
+	k, err := o.keyring(ctx, a.stderr)
 	var ce *cmdError
 	if errors.As(err, &ce) && ce.code == exitNotFound {
 		fmt.Fprintf(a.stderr, "sop-pme: %s; footer metadata not shown\n", ce.msg)
@@ -256,7 +239,6 @@ func (a *app) inspectFooter(ctx context.Context, ks *keySource, dir string, src 
 	if err != nil {
 		return nil, err
 	}
-	defer k.Close()
 	dek, err := k.ring.ResolveDEK(ctx, id)
 	if errors.Is(err, reader.ErrNoKey) {
 		fmt.Fprintf(a.stderr, "sop-pme: the keyring holds no DEK for %s; footer metadata not shown\n", id)
@@ -267,7 +249,7 @@ func (a *app) inspectFooter(ctx context.Context, ks *keySource, dir string, src 
 	}
 	// The reader opens the object first: it bounds and checks the footer
 	// before arrow-go decodes it.
-	if _, err := reader.Open(ctx, src, id, k.ring); err != nil {
+	if _, err := o.reader(ctx, o.st, id); err != nil {
 		return nil, err
 	}
 	footer, err := pme.OpenFooter(dek, tail.FooterBody)

@@ -346,11 +346,11 @@ func TestRm(t *testing.T) {
 }
 
 // TestImportsDuringRotate runs imports in three processes at a time while
-// keys rotate runs again and again in another. Each import opens the
-// keyring before it seals and puts the DEK after: a rotation that commits
-// in between must not fail it (the issue saw 11 of 60 imports exit 5, "the
-// master key does not open the ring key"). Every import succeeds, and every
-// object reads under the final KEK.
+// keys rotate runs again and again in another. Each import opens the keyring
+// before it seals and puts the DEK after: a rotation that commits in between
+// must not fail it (before imports followed a rotation, 11 of 60 exited 5,
+// "the master key does not open the ring key"). Every import succeeds, and
+// every object reads under the final KEK.
 func TestImportsDuringRotate(t *testing.T) {
 	e := newEnv(t)
 	ids := e.importSome(1)

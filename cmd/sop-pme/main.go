@@ -4,10 +4,12 @@
 // key-encryption key. Run sop-pme -h for the commands, and sop-pme COMMAND
 // -h for each one's flags; the exit codes are in errors.go.
 //
-// Each command lives in a file of its own (import.go, export.go, ...). Key
-// custody is in keys.go: the KEK, or a KMS key through gocloud.dev/secrets,
-// never lives in the store directory, which is the untrusted side, and the
-// commands that only read never create a key, a keyring or a directory.
+// Each command lives in a file of its own (import.go, export.go, ...); the
+// commands that read stored objects (check, schema, inspect, verify, export)
+// open them with one helper, objects.go. Key custody is in keys.go: the KEK,
+// or a KMS key through gocloud.dev/secrets, never lives in the store
+// directory, which is the untrusted side, and the commands that only read
+// never create a key, a keyring or a directory.
 //
 // The sql command (sqlcmd.go) runs DuckDB, a cgo dependency, only in a
 // build with the duckdb tag (sql.go); without the tag (sql_off.go) the

@@ -92,8 +92,8 @@ func writeBigParquet(t *testing.T, path string, n int) int64 {
 // The table is larger than the bound, so the test fails if import holds the
 // input.
 //
-// The bound is issue 8's: 2 × the row-group buffer (--row-group-bytes) +
-// 128 MiB. The writer holds two row groups' Arrow buffers at once with one
+// The bound is the one the README states: 2 × the row-group buffer
+// (--row-group-bytes) + 128 MiB. The writer holds two row groups' Arrow buffers at once with one
 // encoder (the one being gathered, counted with the capacity slack of the
 // input reader's buffers, and the one being encoded), then the encoded
 // plaintext being sealed; zstd keeps a window; the Parquet input reader

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 	"github.com/spf13/cobra"
 )
@@ -21,11 +21,7 @@ type schemaField struct {
 }
 
 func (a *app) schemaCmd() *cobra.Command {
-	var (
-		store  storeFlag
-		ks     keySource
-		asJSON bool
-	)
+	var flags objectFlags
 	cmd := &cobra.Command{
 		Use:   "schema ID",
 		Short: "Show an object's fields: names, types, nullability and field IDs, as a tree",
@@ -37,28 +33,13 @@ is read through verified ranges.
 
 ` + keysHelp,
 		Args: exactArgs(1, "one storage_id"),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			arg, err := parseIDArg(args[0])
+		RunE: a.withObjects(&flags, nil, keysNow, func(ctx context.Context, objs *objects) error {
+			r, err := objs.reader(ctx, objs.st, objs.ids[0])
 			if err != nil {
 				return err
-			}
-			ctx := cmd.Context()
-			st, k, err := a.openRead(ctx, &store, &ks)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			ids, err := resolveIDs(ctx, st, []idArg{arg})
-			if err != nil {
-				return err
-			}
-			id := ids[0]
-			r, err := reader.Open(ctx, st, id, k.ring)
-			if err != nil {
-				return about(id.String(), err)
 			}
 			tree := schemaTree(r.Schema().Fields())
-			if asJSON {
+			if flags.asJSON {
 				return printJSON(a.stdout, tree)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -89,9 +70,7 @@ is read through verified ranges.
 			return tw.Flush()
 		}),
 	}
-	addStoreFlag(cmd, &store)
-	addKeyFlags(cmd, &ks)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tree as JSON")
+	flags.add(cmd, "print the tree as JSON")
 	return cmd
 }
 

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
-	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
@@ -58,10 +55,8 @@ type verifySummary struct {
 
 func (a *app) verifyCmd() *cobra.Command {
 	var (
-		store  storeFlag
-		ks     keySource
-		all    bool
-		asJSON bool
+		flags objectFlags
+		all   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "verify ID... | --all",
@@ -85,35 +80,16 @@ that of the gravest failure: 4 (bytes do not match) before 3 (no such
 object), then the others.
 
 ` + keysHelp,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if all == (len(args) > 0) {
-				return usagef("verify takes one or more storage_ids, or --all (see sop-pme verify -h)")
-			}
-			return nil
-		},
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			idArgs, err := parseIDArgs(args)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := store.openReadOnly()
-			if err != nil {
-				return err
-			}
-			ids, err := objectIDs(ctx, st, idArgs, all)
-			if err != nil {
-				return err
-			}
-			v := &verifier{a: a, st: st, ks: &ks, dir: store.dir}
-			defer v.close()
+		Args: idsOrAll(&all),
+		RunE: a.withObjects(&flags, &all, keysLater, func(ctx context.Context, objs *objects) error {
+			ids, asJSON := objs.ids, flags.asJSON
 			many := all || len(ids) > 1
 			m := a.newMeter("verify", -1)
 			results := []verifyResult{}
 			var failures []error
 			var total int64
 			for _, id := range ids {
-				res, err := v.verify(ctx, countingSource{st, m}, id)
+				res, err := objs.verify(ctx, countingSource{objs.st, m}, id)
 				total += max(res.Size, 0)
 				if err != nil && errors.Is(err, context.Canceled) {
 					m.abort()
@@ -159,33 +135,9 @@ object), then the others.
 			return manyFailed(failures, len(ids), many, "failed verification")
 		}),
 	}
-	addStoreFlag(cmd, &store)
-	addKeyFlags(cmd, &ks)
+	flags.add(cmd, "print the result as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "verify every object in the store")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// objectIDs returns the objects a command over several objects works on:
-// the IDs given, resolved, or with all, every object of the store, sorted.
-func objectIDs(ctx context.Context, st *blobs.Dir, args []idArg, all bool) ([]storageid.ID, error) {
-	if !all {
-		return resolveIDs(ctx, st, args)
-	}
-	var ids []storageid.ID
-	for b, err := range st.List(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, b.ID)
-	}
-	sortIDs(ids)
-	return ids, nil
-}
-
-// sortIDs sorts storage_ids by their hex form (the order of their bytes).
-func sortIDs(ids []storageid.ID) {
-	slices.SortFunc(ids, func(x, y storageid.ID) int { return bytes.Compare(x[:], y[:]) })
 }
 
 // gravity orders exit codes for a command over several objects: the code
@@ -216,36 +168,11 @@ func manyFailed(failures []error, n int, many bool, what string) error {
 	return &cmdError{code, fmt.Sprintf("%d of %d objects %s", len(failures), n, what), nil}
 }
 
-// A verifier verifies objects and, for a damaged one whose DEK the keyring
-// holds, locates the damage. The keyring is opened, read-only, the first
-// time it is needed; without one, the damage is told by its range only.
-type verifier struct {
-	a      *app
-	st     *blobs.Dir
-	ks     *keySource
-	dir    string
-	k      *keys
-	opened bool
-}
-
-func (v *verifier) close() { v.k.Close() }
-
-// ring returns the keyring, or nil if there is none to open.
-func (v *verifier) ring(ctx context.Context) *keys {
-	if !v.opened {
-		v.opened = true
-		if k, err := v.ks.openRing(ctx, v.dir, ringRead, io.Discard); err == nil {
-			v.k = k
-		}
-	}
-	return v.k
-}
-
 // verify verifies one object. Its error, for a damaged object, says where
 // the first damage is.
-func (v *verifier) verify(ctx context.Context, src verify.Source, id storageid.ID) (verifyResult, error) {
+func (o *objects) verify(ctx context.Context, src verify.Source, id storageid.ID) (verifyResult, error) {
 	res := verifyResult{StorageID: id.String(), Size: -1}
-	vr, err := verify.NewReader(ctx, v.st, id)
+	vr, err := verify.NewReader(ctx, o.st, id)
 	var opts []verify.Option
 	switch {
 	case err == nil:
@@ -263,7 +190,7 @@ func (v *verifier) verify(ctx context.Context, src verify.Source, id storageid.I
 			return res, about(id.String(), err)
 		}
 		res.Damaged = &damagedRange{int64(re.Off), int64(re.Len), re.Proof}
-		locs, where := v.locate(ctx, id, re)
+		locs, where := o.locate(ctx, id, re)
 		res.Location = locs
 		code, msg := exitCode(about(id.String(), err))
 		return res, &cmdError{code, msg + damageText(re, where), err}
@@ -289,12 +216,13 @@ const maxPlaces = 3
 
 // locate tells a damaged range in the object's terms, if the keyring holds
 // its DEK: the regions it overlaps, in JSON and as text ("" if unknown).
-func (v *verifier) locate(ctx context.Context, id storageid.ID, re *verify.RangeError) ([]locationJSON, string) {
-	k := v.ring(ctx)
-	if k == nil {
+// Without a keyring (it is opened, read-only, the first time it is needed)
+// the damage is told by its range only.
+func (o *objects) locate(ctx context.Context, id storageid.ID, re *verify.RangeError) ([]locationJSON, string) {
+	if _, err := o.keyring(ctx, io.Discard); err != nil {
 		return nil, ""
 	}
-	r, err := reader.Open(ctx, v.st, id, k.ring)
+	r, err := o.reader(ctx, o.st, id)
 	if err != nil {
 		// Open reads and verifies the trailer and the footer region only:
 		// if it fails on the very range, that range is in the footer.

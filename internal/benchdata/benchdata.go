@@ -1,5 +1,5 @@
 // Package benchdata builds the table the benchmarks of the writer and the
-// reader share: the 1,000,000-row table of an int64, a float64, a
+// reader share: a 1,000,000-row table of an int64, a float64, a
 // 16–24-byte string, a timestamp, and a bool with 5 % nulls, every field
 // with a Parquet field ID (1 to 5).
 package benchdata

@@ -9,8 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// CrossSchema returns the schema of the cross-engine benchmark's table (issue
-// 10): an int64 sequence, a random float64, a 16–24-byte string with about
+// CrossSchema returns the schema of the table of the cross-engine benchmark
+// (bench/, DuckDB against sop-pme): an int64 sequence, a random float64, a 16–24-byte string with about
 // 50,000 distinct values, a timestamp, a bool with 5 % nulls, and a
 // ~100-byte near-unique string; field IDs 1 to 6.
 func CrossSchema() *arrow.Schema {

@@ -20,7 +20,7 @@ func writeBytes(t *testing.T, b []byte) string {
 	return path
 }
 
-// TestParquetLegacyLists (issue 14, section 9): a Parquet input in the
+// TestParquetLegacyLists: a Parquet input in the
 // list layouts of parquet-testing's old_list_structure,
 // repeated_no_annotation and repeated_primitive_no_list, which import
 // re-encodes, reads as pyarrow reads it: a list of lists (not a list of
@@ -45,10 +45,10 @@ func TestParquetLegacyLists(t *testing.T) {
 	}
 }
 
-// TestParquetTimestampsGeospatial (issue 14, section 9): INT96 and legacy
-// timestamps read without a time zone, INT96 at microseconds, and GEOMETRY
-// and GEOGRAPHY columns as the GeoArrow type that writes their logical type
-// back, so that a re-encoded import keeps them.
+// TestParquetTimestampsGeospatial (as in parquet-testing's files): INT96 and
+// legacy timestamps read without a time zone, INT96 at microseconds, and
+// GEOMETRY and GEOGRAPHY columns as the GeoArrow type that writes their
+// logical type back, so that a re-encoded import keeps them.
 func TestParquetTimestampsGeospatial(t *testing.T) {
 	schema, _ := readRows(t, writeBytes(t, testtables.Timestamps(nil)), formats.Parquet)
 	for _, f := range schema.Fields() {

@@ -10,7 +10,7 @@ import (
 	"github.com/sovm/sop-pme/internal/testtables"
 )
 
-// TestArrowViews (issue 14, section 7): Arrow IPC files and streams that
+// TestArrowViews: Arrow IPC files and streams that
 // pyarrow 26 wrote with string_view, binary_view, list_view and
 // large_list_view columns (testdata/pyarrow/gen.py) read as string,
 // binary, list and large_list, the forms Parquet holds, with the values
