@@ -319,12 +319,6 @@ func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, 
 	var err error
 	how, why := pathSealed, reencodeWhy(im.cmd, f, path, im.reencode)
 	if why == "" {
-		// INT96 values that no read could return are refused
-		// before anything is sealed (re-encoding refuses them as
-		// it reads them).
-		if err := formats.CheckInt96(ctx, path); err != nil {
-			return imported{}, err
-		}
 		obj, err = sealParquet(ctx, st, path, im.assign, m, &prog)
 		if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, pme.ErrPlaintextParquet) {
 			// What was sealed is discarded (SealFile aborted its
