@@ -1,15 +1,15 @@
-package sopsql
+//go:build duckdb
+
+package sqlout
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/sovm/sop-pme/writer"
+	"github.com/sovm/sop-pme/duckdb/sopsql"
 )
 
 // countingSource is a RowSource of n rows (i BIGINT, s VARCHAR) made as
@@ -23,8 +23,8 @@ type countingSource struct {
 	err     error // returned after the n rows
 }
 
-func (s *countingSource) Columns() []Column {
-	return []Column{{Name: "i", Type: "BIGINT"}, {Name: "s", Type: "VARCHAR"}}
+func (s *countingSource) Columns() []sopsql.Column {
+	return []sopsql.Column{{Name: "i", Type: "BIGINT"}, {Name: "s", Type: "VARCHAR"}}
 }
 
 func (s *countingSource) Next() bool {
@@ -46,9 +46,9 @@ func (s *countingSource) Row() []any { return s.row }
 func (s *countingSource) Err() error { return s.err }
 
 // result returns the rows of a countingSource like src as a Result.
-func (s *countingSource) result() *Result {
+func (s *countingSource) result() *sopsql.Result {
 	c := &countingSource{n: s.n, long: s.long, longAt: s.longAt}
-	r := &Result{Columns: c.Columns()}
+	r := &sopsql.Result{Columns: c.Columns()}
 	for c.Next() {
 		r.Rows = append(r.Rows, []any{c.row[0], c.row[1]})
 	}
@@ -163,44 +163,5 @@ func TestPrintRowsError(t *testing.T) {
 		if p.Format == Table && b.Len() != 0 {
 			t.Errorf("%v, max rows %d: printed a table of failed rows:\n%s", p.Format, p.MaxRows, b.String())
 		}
-	}
-}
-
-// TestQueryRows: QueryRows reads the rows Query returns, one at a time; a
-// bad query fails QueryRows itself with a *QueryError.
-func TestQueryRows(t *testing.T) {
-	st := newStore(t)
-	rec := customers(5000)
-	defer rec.Release()
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(1000)).StorageID
-	db := openDB(t, st, st)
-	q := "SELECT * FROM " + sopScan(id) + " ORDER BY id"
-	res, err := db.Query(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := db.QueryRows(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	if fmt.Sprint(rows.Columns()) != fmt.Sprint(res.Columns) {
-		t.Errorf("columns %v, want %v", rows.Columns(), res.Columns)
-	}
-	var got [][]any
-	for rows.Next() {
-		got = append(got, []any{rows.Row()[0], rows.Row()[1]})
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	compareRows(t, "QueryRows", res.Rows, got)
-	if len(got) != 5000 {
-		t.Errorf("%d rows, want 5000", len(got))
-	}
-	_, err = db.QueryRows(context.Background(), "SELECT * FROM "+ScanFunction+"('nope')")
-	var qe *QueryError
-	if !errors.As(err, &qe) || !errors.Is(err, ErrArgument) {
-		t.Errorf("QueryRows of a bad argument: %v, want a *QueryError matching ErrArgument", err)
 	}
 }

@@ -9,7 +9,7 @@ fetch it (git clone https://github.com/apache/parquet-testing) and run
 
     make corpus PARQUET_TESTING=/path/to/parquet-testing
 
-or python3 interop/corpus/run.py SOP_PME_BINARY CORPUS WORK [--json OUT].
+or python3 duckdb/interop/corpus/run.py SOP_PME_BINARY CORPUS WORK [--json OUT].
 """
 import json
 import os

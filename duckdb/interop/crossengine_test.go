@@ -52,7 +52,7 @@ const crossRowGroup = 122_880
 // median and the ratios of the medians, and the sizes of the files. Run it
 // alone on a quiet machine:
 //
-//	cd interop && go test -run '^$' -bench CrossEngine -benchtime 5x -timeout 60m
+//	cd duckdb/interop && go test -run '^$' -bench CrossEngine -benchtime 5x -timeout 60m
 func BenchmarkCrossEngine(b *testing.B) {
 	rows := 2_000_000
 	if s := os.Getenv("SOP_PME_CROSS_ROWS"); s != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/internal/vectors"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
@@ -33,33 +34,6 @@ import (
 type equivObject struct {
 	name string
 	id   storageid.ID
-}
-
-// extraTypesSchema has a column of each type sop_scan maps beyond those of
-// the interop suite's table (allTypesSchema).
-func extraTypesSchema() *arrow.Schema {
-	g := fieldIDs{Last: 100}
-	f := g.Field
-	return arrow.NewSchema([]arrow.Field{
-		f("f16", arrow.FixedWidthTypes.Float16),
-		f("t32s", arrow.FixedWidthTypes.Time32s),
-		f("t32ms", arrow.FixedWidthTypes.Time32ms),
-		f("t64us", arrow.FixedWidthTypes.Time64us),
-		f("fsb", &arrow.FixedSizeBinaryType{ByteWidth: 5}),
-		f("ls", arrow.BinaryTypes.LargeString),
-		f("nul", arrow.Null),
-		f("ts_s", &arrow.TimestampType{Unit: arrow.Second}),
-		f("tstz_s", &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}),
-		f("tstz_ny", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}),
-		f("d64", arrow.FixedWidthTypes.Date64),
-		f("dec1", &arrow.Decimal128Type{Precision: 1, Scale: 0}),
-		f("dec4", &arrow.Decimal128Type{Precision: 4, Scale: 1}),
-		f("dec19", &arrow.Decimal128Type{Precision: 19, Scale: 19}),
-		f("l_l", arrow.ListOfField(f("element", arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int32))))),
-		f("l_st", arrow.ListOfField(f("element", arrow.StructOf(f("x", arrow.FixedWidthTypes.Date32), f("y", arrow.PrimitiveTypes.Float64))))),
-		f("st_l", arrow.StructOf(f("l", arrow.ListOfField(f("element", arrow.BinaryTypes.String))), f("ts", &arrow.TimestampType{Unit: arrow.Nanosecond}))),
-		f("m_i", arrow.MapOfWithMetadata(arrow.PrimitiveTypes.Int32, g.Next(), arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int16)), g.Next())),
-	}, nil)
 }
 
 // equivalenceObjects writes the objects of the set into st.
@@ -89,7 +63,7 @@ func equivalenceObjects(t *testing.T, st *store) []equivObject {
 			writer.WithDataPageVersion(l.version), writer.WithRowGroupRows(1100), writer.WithDataPageSize(64))
 		add(fmt.Sprintf("all-types/codec=%v/dictionary=%v/page=v%d/row-groups=3", l.codec, l.dict, l.version), obj.StorageID)
 	}
-	extra := makeRecord(extraTypesSchema(), rows, 2)
+	extra := makeRecord(testtables.ExtraTypes(), rows, 2)
 	defer extra.Release()
 	add("extra-types", st.write(t, extra.Schema(), []arrow.RecordBatch{extra}, writer.WithRowGroupRows(1000)).StorageID)
 	bench := benchdata.Record(rows, 3)
@@ -110,7 +84,7 @@ func equivalenceObjects(t *testing.T, st *store) []equivObject {
 
 	// The SOP-PME-1 test vectors (testdata/vectors) whose objects are
 	// intact and readable: ours, and DuckDB's.
-	vs, err := vectors.Load(os.DirFS("../testdata"), "vectors")
+	vs, err := vectors.Load(os.DirFS("../../testdata"), "vectors")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/duckdb/sopsql"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
-	sopsql "github.com/sovm/sop-pme/sql"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -75,17 +75,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := res.Write(os.Stdout, sopsql.Table); err != nil {
-		log.Fatal(err)
+	fmt.Println(res.Columns)
+	for _, row := range res.Rows {
+		fmt.Println(row...)
 	}
 	fmt.Println(len(res.Rows), "rows")
 	// Output:
-	// ┌──────────┬────────┐
-	// │ customer │ total  │
-	// │ varchar  │ int128 │
-	// ├──────────┼────────┤
-	// │ ada      │     35 │
-	// │ bob      │     12 │
-	// └──────────┴────────┘
+	// [{customer VARCHAR} {total HUGEINT}]
+	// ada 35
+	// bob 12
 	// 2 rows
 }

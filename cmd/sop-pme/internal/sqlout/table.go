@@ -1,4 +1,6 @@
-package sopsql
+//go:build duckdb
+
+package sqlout
 
 import (
 	"bufio"
@@ -7,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sovm/sop-pme/duckdb/sopsql"
 )
 
 // tableWidthRows is how many rows set the column widths of a table that
@@ -110,7 +114,7 @@ func (t *tableWriter) cut(src RowSource) error {
 type tableWriter struct {
 	p      Printer
 	w      *bufio.Writer
-	cols   []Column
+	cols   []sopsql.Column
 	types  []*sqlType
 	names  []string
 	tnames []string

@@ -1,4 +1,6 @@
-package sopsql
+//go:build duckdb
+
+package sqlout
 
 import (
 	"context"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -46,20 +49,19 @@ var textCases = []string{
 // TestValueText compares the text of every value of the test tables, and
 // of textCases, with DuckDB's own CAST(... AS VARCHAR).
 func TestValueText(t *testing.T) {
-	st := newStore(t)
-	db := openDB(t, st, st).SQL()
+	db, st := newDB(t)
 	checkText := func(t *testing.T, from string) {
 		t.Helper()
-		cols := query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")")
+		cols := query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")").Rows
 		casts := make([]string, len(cols))
 		for i, c := range cols {
 			casts[i] = fmt.Sprintf("CAST(%s AS VARCHAR)", quoteIdent(c[0].(string)))
 		}
-		res, err := (&DB{db: db}).Query(context.Background(), "SELECT * FROM "+from)
+		res, err := db.Query(context.Background(), "SELECT * FROM "+from)
 		if err != nil {
 			t.Fatal(err)
 		}
-		texts := query(t, db, "SELECT "+strings.Join(casts, ", ")+" FROM "+from)
+		texts := query(t, db, "SELECT "+strings.Join(casts, ", ")+" FROM "+from).Rows
 		if len(texts) != len(res.Rows) {
 			t.Fatalf("%d rows of values, %d of text", len(res.Rows), len(texts))
 		}
@@ -82,12 +84,12 @@ func TestValueText(t *testing.T) {
 			}
 		}
 	}
-	rec := makeRecord(allTypesSchema(), 1000, 11)
+	rec := testtables.Record(testtables.AllTypes(), 1000, 11)
 	defer rec.Release()
-	extra := makeRecord(extraTypesSchema(), 1000, 12)
+	extra := testtables.Record(testtables.ExtraTypes(), 1000, 12)
 	defer extra.Release()
 	for name, r := range map[string]arrow.RecordBatch{"all-types": rec, "extra-types": extra} {
-		id := st.write(t, r.Schema(), []arrow.RecordBatch{r}, writer.WithRowGroupRows(400)).StorageID
+		id := put(t, st, r, writer.WithRowGroupRows(400))
 		t.Run(name, func(t *testing.T) { checkText(t, sopScan(id)) })
 	}
 	t.Run("literals", func(t *testing.T) {

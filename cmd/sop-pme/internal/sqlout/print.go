@@ -1,10 +1,19 @@
-package sopsql
+//go:build duckdb
+
+// Package sqlout prints the rows of a query that `sop-pme sql` runs
+// (sopsql.DB.QueryRows) as DuckDB's shell does: a box-drawn table, CSV or
+// JSON, each value as DuckDB's CAST(... AS VARCHAR) renders it. It is the
+// command's, not the library's: package sopsql returns rows, and this
+// package formats them. It links DuckDB (its value types), so it is built
+// only with the duckdb tag, as the sql command is.
+package sqlout
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,9 +22,13 @@ import (
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/sovm/sop-pme/duckdb/sopsql"
 )
 
-// A Format is an output format of a Result.
+// ErrFormat reports an unknown output format.
+var ErrFormat = errors.New("sqlout: unknown output format")
+
+// A Format is an output format of rows.
 type Format int
 
 const (
@@ -72,11 +85,11 @@ type Printer struct {
 	MaxWidth int
 }
 
-// A RowSource is a result read a row at a time, as *Rows reads one: the
-// Printer writes each row as it comes, and holds only the rows a table
-// needs (see Printer).
+// A RowSource is a result read a row at a time, as *sopsql.Rows reads
+// one: the Printer writes each row as it comes, and holds only the rows a
+// table needs (see Printer).
 type RowSource interface {
-	Columns() []Column
+	Columns() []sopsql.Column
 	// Next advances to the next row; false at the end or on an error.
 	Next() bool
 	// Row is the current row, valid until the next call to Next.
@@ -85,26 +98,23 @@ type RowSource interface {
 	Err() error
 }
 
-// Write writes r in format f, every row.
-func (r *Result) Write(w io.Writer, f Format) error {
-	return Printer{Format: f}.Print(w, r)
-}
+var _ RowSource = (*sopsql.Rows)(nil)
 
-// Print writes r.
-func (p Printer) Print(w io.Writer, r *Result) error {
+// Print writes r, every row.
+func (p Printer) Print(w io.Writer, r *sopsql.Result) error {
 	return p.PrintRows(w, &resultRows{r: r, i: -1})
 }
 
 // resultRows reads a Result as a RowSource.
 type resultRows struct {
-	r *Result
+	r *sopsql.Result
 	i int
 }
 
-func (s *resultRows) Columns() []Column { return s.r.Columns }
-func (s *resultRows) Next() bool        { s.i++; return s.i < len(s.r.Rows) }
-func (s *resultRows) Row() []any        { return s.r.Rows[s.i] }
-func (s *resultRows) Err() error        { return nil }
+func (s *resultRows) Columns() []sopsql.Column { return s.r.Columns }
+func (s *resultRows) Next() bool               { s.i++; return s.i < len(s.r.Rows) }
+func (s *resultRows) Row() []any               { return s.r.Rows[s.i] }
+func (s *resultRows) Err() error               { return nil }
 
 // PrintRows writes the rows of src as they come. It returns src's error
 // after the rows that came before it (the caller decides what a partial
@@ -132,7 +142,7 @@ func (p Printer) PrintRows(w io.Writer, src RowSource) error {
 	return src.Err()
 }
 
-func columnTypes(cols []Column) []*sqlType {
+func columnTypes(cols []sopsql.Column) []*sqlType {
 	types := make([]*sqlType, len(cols))
 	for i, c := range cols {
 		types[i] = parseType(c.Type)
@@ -237,37 +247,21 @@ func jsonValue(b *bytes.Buffer, v any, t *sqlType) {
 	case duckdb.Union:
 		jsonValue(b, v.Value, unionMember(t, v.Tag))
 	case []any:
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			jsonValue(b, e, t.elem)
-		}
-		b.WriteByte(']')
+		writeSeq(b, "[", ",", "]", len(v), func(i int) { jsonValue(b, v[i], t.elem) })
 	case map[string]any:
-		b.WriteByte('{')
-		for i, f := range structFields(v, t) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			jsonString(b, f.name)
+		fields := structFields(v, t)
+		writeSeq(b, "{", ",", "}", len(fields), func(i int) {
+			jsonString(b, fields[i].name)
 			b.WriteByte(':')
-			jsonValue(b, v[f.name], f.typ)
-		}
-		b.WriteByte('}')
+			jsonValue(b, v[fields[i].name], fields[i].typ)
+		})
 	case duckdb.OrderedMap:
-		b.WriteByte('{')
 		keys, vals := v.Keys(), v.Values()
-		for i := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
+		writeSeq(b, "{", ",", "}", len(keys), func(i int) {
 			jsonString(b, valueText(keys[i], t.key))
 			b.WriteByte(':')
 			jsonValue(b, vals[i], t.value)
-		}
-		b.WriteByte('}')
+		})
 	default:
 		jsonString(b, valueText(v, t))
 	}

@@ -18,7 +18,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the duckdb-* vectors in "+vectorDir)
 
 // vectorDir is testdata/vectors at the root of the repository.
-const vectorDir = "../testdata/vectors"
+const vectorDir = "../../testdata/vectors"
 
 // duckVector is one DuckDB-written file of the test vectors.
 type duckVector struct {

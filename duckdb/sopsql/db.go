@@ -283,8 +283,8 @@ func (d *DB) QueryRows(ctx context.Context, query string, args ...any) (*Rows, e
 	return r, nil
 }
 
-// Rows are the rows of a statement, read one at a time (a RowSource).
-// Close them when done.
+// Rows are the rows of a statement, read one at a time (what `sop-pme
+// sql` prints as they come). Close them when done.
 type Rows struct {
 	rows *sql.Rows
 	wrap func(error) error
@@ -324,8 +324,6 @@ func (r *Rows) Err() error {
 
 // Close closes the rows.
 func (r *Rows) Close() error { return r.rows.Close() }
-
-var _ RowSource = (*Rows)(nil)
 
 // quoteIdent quotes s as a DuckDB identifier.
 func quoteIdent(s string) string {

@@ -7,7 +7,7 @@
 // whether what it reads equals what it reads from the file. Nothing is
 // written outside the temporary directory it makes.
 //
-//	go run ./corpus/duckcheck /path/to/parquet-testing
+//	cd duckdb && go run ./interop/corpus/duckcheck /path/to/parquet-testing
 //
 // (make corpus runs it with run.py.)
 package main

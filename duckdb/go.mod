@@ -1,4 +1,4 @@
-module github.com/sovm/sop-pme/interop
+module github.com/sovm/sop-pme/duckdb
 
 go 1.26.0
 

@@ -1,4 +1,6 @@
-package sopsql
+//go:build duckdb
+
+package sqlout
 
 import (
 	"bytes"
@@ -10,12 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/duckdb/sopsql"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// printQuery runs q on a fresh DB (over an empty store) and prints it.
-func printQuery(t *testing.T, db *DB, p Printer, q string) string {
+// printQuery runs q on db and prints its result.
+func printQuery(t *testing.T, db *sopsql.DB, p Printer, q string) string {
 	t.Helper()
 	res, err := db.Query(context.Background(), q)
 	if err != nil {
@@ -29,8 +32,7 @@ func printQuery(t *testing.T, db *DB, p Printer, q string) string {
 }
 
 func TestPrintTable(t *testing.T) {
-	st := newStore(t)
-	db := openDB(t, st, st)
+	db, _ := newDB(t)
 	got := printQuery(t, db, Printer{Format: Table}, `SELECT * FROM (VALUES
 		(1, 'a', 1.5::DECIMAL(9,2), 0.1::DOUBLE, TIMESTAMPTZ '2023-11-14 22:13:20.5+00', [1, 2]),
 		(-20, NULL, NULL, 'nan'::DOUBLE, NULL, []),
@@ -97,7 +99,7 @@ func TestPrintTable(t *testing.T) {
 
 	// No columns, no table.
 	var empty bytes.Buffer
-	if err := (&Result{}).Write(&empty, Table); err != nil || empty.Len() != 0 {
+	if err := (Printer{Format: Table}).Print(&empty, &sopsql.Result{}); err != nil || empty.Len() != 0 {
 		t.Errorf("a result without columns: %q, %v", empty.String(), err)
 	}
 }
@@ -107,11 +109,10 @@ func TestPrintTable(t *testing.T) {
 // (empty for NULL), the JSON is valid and holds numbers, booleans, nulls,
 // arrays and objects where the values are such.
 func TestPrintCSVAndJSON(t *testing.T) {
-	st := newStore(t)
-	rec := makeRecord(allTypesSchema(), 300, 21)
+	db, st := newDB(t)
+	rec := testtables.Record(testtables.AllTypes(), 300, 21)
 	defer rec.Release()
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(100)).StorageID
-	db := openDB(t, st, st)
+	id := put(t, st, rec, writer.WithRowGroupRows(100))
 	res, err := db.Query(context.Background(), "SELECT * FROM "+sopScan(id))
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +121,10 @@ func TestPrintCSVAndJSON(t *testing.T) {
 	for i, c := range res.Columns {
 		casts[i] = "CAST(" + quoteIdent(c.Name) + " AS VARCHAR)"
 	}
-	texts := query(t, db.SQL(), "SELECT "+strings.Join(casts, ", ")+" FROM "+sopScan(id))
+	texts := query(t, db, "SELECT "+strings.Join(casts, ", ")+" FROM "+sopScan(id)).Rows
 
 	var b bytes.Buffer
-	if err := res.Write(&b, CSV); err != nil {
+	if err := (Printer{Format: CSV}).Print(&b, res); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&b).ReadAll()
@@ -151,7 +152,7 @@ func TestPrintCSVAndJSON(t *testing.T) {
 	}
 
 	b.Reset()
-	if err := res.Write(&b, JSON); err != nil {
+	if err := (Printer{Format: JSON}).Print(&b, res); err != nil {
 		t.Fatal(err)
 	}
 	if lines := strings.Count(b.String(), "\n"); lines != len(res.Rows) {
@@ -194,7 +195,7 @@ func TestPrintCSVAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Write(&b, JSON); err != nil {
+	if err := (Printer{Format: JSON}).Print(&b, res); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := b.String(), `[{"a":"nan","b":"-inf","c":0.5,"d":{"1":"x"}}]`+"\n"; got != want {
@@ -211,7 +212,7 @@ func TestParseFormat(t *testing.T) {
 	if _, err := ParseFormat("xml"); !errors.Is(err, ErrFormat) {
 		t.Errorf("ParseFormat(xml): %v, want ErrFormat", err)
 	}
-	if err := (Printer{Format: 9}).Print(new(bytes.Buffer), &Result{}); !errors.Is(err, ErrFormat) {
+	if err := (Printer{Format: 9}).Print(new(bytes.Buffer), &sopsql.Result{}); !errors.Is(err, ErrFormat) {
 		t.Errorf("Print in format 9: %v, want ErrFormat", err)
 	}
 }

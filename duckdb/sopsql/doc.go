@@ -42,10 +42,9 @@
 //
 // [Open] makes an in-memory DuckDB database with the functions registered,
 // optionally with a view per object; [DB.QueryRows] runs a statement and
-// reads its rows one at a time, which a [Printer] writes as they come as a
-// table, CSV or JSON ([Printer.PrintRows]); [DB.Query] returns the whole
-// [Result]. [Register] installs the functions on a database the caller
-// opened.
+// reads its rows one at a time (sop-pme sql prints them as they come, as a
+// table, CSV or JSON); [DB.Query] returns the whole [Result]. [Register]
+// installs the functions on a database the caller opened.
 //
 // # What a query cannot do
 //

@@ -19,6 +19,4 @@ var (
 	ErrData = errors.New("sopsql: value does not fit its DuckDB column")
 	// ErrOption reports an invalid option.
 	ErrOption = errors.New("sopsql: invalid option")
-	// ErrFormat reports an unknown output format.
-	ErrFormat = errors.New("sopsql: unknown output format")
 )
