@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/writer"
@@ -81,7 +82,7 @@ func TestSealUnknownLogicalType(t *testing.T) {
 		se.Delete(6)
 		se.Set(10, thrift.StructValue(thrift.NewStruct(thrift.Field{ID: 99, Value: thrift.StructValue(thrift.NewStruct())})))
 	}))
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	obj, err := sealPath(t, st, in, writer.WithAssignFieldIDs())
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestSealEmptyV2Values(t *testing.T) {
 		t.Fatalf("emptying the values section: %v (%d pages)", err, emptied)
 	}
 	in := writeTemp(t, "empty-v2.parquet", plain)
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	obj, err := sealPath(t, st, in, writer.WithAssignFieldIDs())
 	if err != nil {
 		t.Fatal(err)
@@ -161,22 +162,22 @@ func TestSealVariant(t *testing.T) {
 	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "var", Type: vt, Nullable: true}}, nil), []arrow.Array{v}, 50)
 	defer rec.Release()
 	in := writeTemp(t, "variant.parquet", arrowGoFile(t, rec))
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	obj, err := sealPath(t, st, in, writer.WithAssignFieldIDs())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// (The Go driver does not scan VARIANT values: DuckDB prints them.)
-	db := openDB(t)
+	db := ducktest.OpenDuckDB(t)
 	q := func(path, enc string) [][]any {
 		if enc != "" {
 			enc = ", encryption_config = " + enc
 		}
-		return query(t, db, "SELECT CAST(var AS VARCHAR) FROM read_parquet("+sqlString(path)+enc+", file_row_number = true) ORDER BY file_row_number")
+		return ducktest.MustQuery(t, db, "SELECT CAST(var AS VARCHAR) FROM read_parquet("+ducktest.SQLString(path)+enc+", file_row_number = true) ORDER BY file_row_number")
 	}
-	want, got := q(in, ""), q(obj.path, footerKeyValue(keyBase64(obj)))
+	want, got := q(in, ""), q(obj.path, ducktest.FooterKeyValue(keyBase64(obj)))
 	if len(want) != 50 || want[0][0] != "0" || want[1][0] != "1" {
 		t.Fatalf("DuckDB reads %v... from the file", want[:2])
 	}
-	sameRowsAs(t, "DuckDB reading the object", []string{"var"}, want, got)
+	ducktest.CompareRows(t, "DuckDB reading the object", []string{"var"}, want, got, ducktest.SameValue)
 }

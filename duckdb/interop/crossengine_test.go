@@ -23,10 +23,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/benchdata"
-	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
-	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -102,18 +101,18 @@ func BenchmarkCrossEngine(b *testing.B) {
 		}
 	}
 	exec("SET force_mbedtls_unsafe = 'true'")
-	exec("CREATE TABLE t AS SELECT * FROM read_parquet(" + sqlString(plainPath) + ")")
+	exec("CREATE TABLE t AS SELECT * FROM read_parquet(" + ducktest.SQLString(plainPath) + ")")
 	key := make([]byte, 32)
 	rand.Read(key)
-	exec("PRAGMA add_parquet_key('k', " + sqlString(base64Std(key)) + ")")
+	exec("PRAGMA add_parquet_key('k', " + ducktest.SQLString(base64Std(key)) + ")")
 	duckPath := filepath.Join(dir, "duckdb.parquet")
-	from := "read_parquet(" + sqlString(duckPath) + ", encryption_config = {footer_key: 'k'})"
+	from := "read_parquet(" + ducktest.SQLString(duckPath) + ", encryption_config = {footer_key: 'k'})"
 	st, err := blobs.CreateDir(filepath.Join(dir, "store"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	var obj writer.Object
-	keys := crossKeys{}
+	keys := ducktest.Keys{}
 
 	duckQuery := func(q string, threads int) func() {
 		return func() {
@@ -173,14 +172,7 @@ func BenchmarkCrossEngine(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var agg crossAggregates
-			for rr.Next() {
-				agg.add(rr.RecordBatch())
-			}
-			if err := rr.Err(); err != nil {
-				b.Fatal(err)
-			}
-			rr.Release()
+			aggregate(b, rr)
 		}
 	}
 	arrowScan := func(cols ...int) func() {
@@ -200,19 +192,12 @@ func BenchmarkCrossEngine(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var agg crossAggregates
-			for rr.Next() {
-				agg.add(rr.RecordBatch())
-			}
-			if err := rr.Err(); err != nil {
-				b.Fatal(err)
-			}
-			rr.Release()
+			aggregate(b, rr)
 		}
 	}
 	all := "SELECT count(*), sum(id), sum(x), max(customer), max(ts), count(ok), sum(ok::INT), max(note) FROM " + from
 	one := "SELECT sum(x) FROM " + from
-	copyTo := "COPY t TO " + sqlString(duckPath) + " (ENCRYPTION_CONFIG {footer_key: 'k'}, COMPRESSION zstd, ROW_GROUP_SIZE " + strconv.Itoa(crossRowGroup) + ")"
+	copyTo := "COPY t TO " + ducktest.SQLString(duckPath) + " (ENCRYPTION_CONFIG {footer_key: 'k'}, COMPRESSION zstd, ROW_GROUP_SIZE " + strconv.Itoa(crossRowGroup) + ")"
 	jobs := []struct {
 		name string
 		run  func()
@@ -267,16 +252,6 @@ func BenchmarkCrossEngine(b *testing.B) {
 	b.Log(out.String())
 }
 
-// crossKeys is a KeyResolver over the objects the benchmark wrote.
-type crossKeys map[storageid.ID]pme.DEK
-
-func (k crossKeys) ResolveDEK(_ context.Context, id storageid.ID) (pme.DEK, error) {
-	if d, ok := k[id]; ok {
-		return d, nil
-	}
-	return pme.DEK{}, reader.ErrNoKey
-}
-
 // crossAggregates computes, over the columns a record has, what the
 // DuckDB queries compute: sums of id and x, the greatest customer, ts and
 // note, and the count and sum of ok.
@@ -285,6 +260,19 @@ type crossAggregates struct {
 	sumX                        float64
 	maxCustomer, maxNote        string
 	maxTS                       arrow.Timestamp
+}
+
+// aggregate computes the aggregates over every record of rr, and releases
+// it.
+func aggregate(b *testing.B, rr array.RecordReader) {
+	var agg crossAggregates
+	for rr.Next() {
+		agg.add(rr.RecordBatch())
+	}
+	if err := rr.Err(); err != nil {
+		b.Fatal(err)
+	}
+	rr.Release()
 }
 
 func (a *crossAggregates) add(rec arrow.RecordBatch) {

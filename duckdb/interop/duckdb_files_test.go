@@ -15,13 +15,14 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/keyref"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
-	"github.com/sovm/sop-pme/writer"
 )
 
 // The tests in this file go the other way from interop_test.go: DuckDB
@@ -40,7 +41,7 @@ import (
 // are imported into.
 type duck struct {
 	db       *sql.DB
-	st       *store
+	st       *ducktest.Store
 	keyNames int // key names given to add_parquet_key so far
 }
 
@@ -48,11 +49,7 @@ type duck struct {
 // and a fresh store.
 func newDuckDB(t *testing.T) *duck {
 	t.Helper()
-	d := &duck{db: openDB(t), st: newStore(t)}
-	// Writing encrypted Parquet in DuckDB 1.5.x needs this (notes/duckdb-
-	// encrypted-parquet.md): the httpfs extension is the other way.
-	d.exec(t, "SET force_mbedtls_unsafe = 'true'")
-	return d
+	return &duck{db: ducktest.OpenWriter(t), st: ducktest.NewStore(t)}
 }
 
 // newDuck is newDuckDB with rows of the type coverage table, written by our
@@ -60,20 +57,18 @@ func newDuckDB(t *testing.T) *duck {
 func newDuck(t *testing.T, rows int, seed uint64) *duck {
 	t.Helper()
 	d := newDuckDB(t)
-	schema := allTypesSchema()
-	rec := makeRecord(schema, rows, seed)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, rows, seed)
 	defer rec.Release()
 	obj := writeObject(t, d.st, schema, []arrow.RecordBatch{rec})
-	d.exec(t, "CREATE TABLE src AS SELECT * EXCLUDE (file_row_number) FROM read_parquet("+sqlString(obj.path)+
-		", encryption_config = "+footerKeyValue(keyBase64(obj))+", file_row_number = true) ORDER BY file_row_number")
+	d.exec(t, "CREATE TABLE src AS SELECT * EXCLUDE (file_row_number) FROM read_parquet("+ducktest.SQLString(obj.path)+
+		", encryption_config = "+ducktest.FooterKeyValue(keyBase64(obj))+", file_row_number = true) ORDER BY file_row_number")
 	return d
 }
 
 func (d *duck) exec(t *testing.T, q string) {
 	t.Helper()
-	if _, err := d.db.Exec(q); err != nil {
-		t.Fatalf("%s\n%s", q, duckError(err))
-	}
+	ducktest.Exec(t, d.db, q)
 }
 
 // keyConfig makes key known to DuckDB and returns the encryption_config
@@ -87,12 +82,12 @@ func (d *duck) exec(t *testing.T, q string) {
 func (d *duck) keyConfig(t *testing.T, key []byte) string {
 	t.Helper()
 	if len(key) != 32 {
-		return footerKeyValue(base64Std(key))
+		return ducktest.FooterKeyValue(base64Std(key))
 	}
 	d.keyNames++
 	name := "k" + strconv.Itoa(d.keyNames)
-	d.exec(t, "PRAGMA add_parquet_key("+sqlString(name)+", "+sqlString(base64Std(key))+")")
-	return "{footer_key: " + sqlString(name) + "}"
+	d.exec(t, "PRAGMA add_parquet_key("+ducktest.SQLString(name)+", "+ducktest.SQLString(base64Std(key))+")")
+	return "{footer_key: " + ducktest.SQLString(name) + "}"
 }
 
 // duckFile is a file DuckDB wrote, as imported into the store.
@@ -110,18 +105,12 @@ type duckFile struct {
 func (d *duck) write(t *testing.T, query string, key []byte, opts string) duckFile {
 	t.Helper()
 	cfg := d.keyConfig(t, key)
-	tmp := filepath.Join(t.TempDir(), "duckdb.parquet")
-	copyOpts := "ENCRYPTION_CONFIG " + cfg
-	if opts != "" {
-		copyOpts += ", " + opts
-	}
-	d.exec(t, "COPY ("+query+") TO "+sqlString(tmp)+" ("+copyOpts+")")
-	id, data := importFile(t, d.st, tmp)
 	dek, err := pme.DEKFromBytes(key)
 	if err != nil {
 		t.Fatalf("pme.DEKFromBytes: %v", err)
 	}
-	return duckFile{id: id, path: d.st.path(id), data: data, dek: dek, config: cfg}
+	id, data := d.st.ImportFile(t, ducktest.CopyEncrypted(t, d.db, query, cfg, opts), dek)
+	return duckFile{id: id, path: d.st.Path(id), data: data, dek: dek, config: cfg}
 }
 
 func newKey(t *testing.T, n int) []byte {
@@ -133,36 +122,6 @@ func newKey(t *testing.T, n int) []byte {
 	return key
 }
 
-// query runs q on DuckDB and returns its rows as duckdb-go returns them.
-func query(t *testing.T, db *sql.DB, q string) [][]any {
-	t.Helper()
-	rows, err := db.Query(q)
-	if err != nil {
-		t.Fatalf("%s\n%s", q, duckError(err))
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]any
-	for rows.Next() {
-		row := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range row {
-			ptrs[i] = &row[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatalf("%s\n%s", q, duckError(err))
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s\n%s", q, duckError(err))
-	}
-	return out
-}
-
 // checkAgainstDuckDB compares rec, which our reader read from f, with what
 // DuckDB reads from the same file: the same columns, by name, in file row
 // order, value by value.
@@ -170,50 +129,9 @@ func (d *duck) checkAgainstDuckDB(t *testing.T, f duckFile, rec arrow.RecordBatc
 	t.Helper()
 	got, err := readAll(d.db, f.path, f.config, rec.Schema())
 	if err != nil {
-		t.Fatalf("DuckDB read_parquet: %s", duckError(err))
+		t.Fatalf("DuckDB read_parquet: %s", ducktest.ErrorText(err))
 	}
 	compareRows(t, rec, got)
-}
-
-// duckFieldIDs returns the FIELD_IDS option that gives DuckDB the field IDs
-// fields carry, nested ones included.
-func duckFieldIDs(fields []arrow.Field) string {
-	parts := make([]string, len(fields))
-	for i, f := range fields {
-		parts[i] = f.Name + ": " + duckFieldID(f)
-	}
-	return "FIELD_IDS {" + strings.Join(parts, ", ") + "}"
-}
-
-func duckFieldID(f arrow.Field) string {
-	id, _ := f.Metadata.GetValue(writer.FieldIDKey)
-	switch dt := f.Type.(type) {
-	case *arrow.MapType:
-		return fmt.Sprintf("{__duckdb_field_id: %s, key: %s, value: %s}", id, duckFieldID(dt.KeyField()), duckFieldID(dt.ItemField()))
-	case *arrow.ListType:
-		return fmt.Sprintf("{__duckdb_field_id: %s, element: %s}", id, duckFieldID(dt.ElemField()))
-	case *arrow.StructType:
-		parts := []string{"__duckdb_field_id: " + id}
-		for _, c := range dt.Fields() {
-			parts = append(parts, c.Name+": "+duckFieldID(c))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	return id
-}
-
-// columns returns the named fields of the type coverage table.
-func columns(names ...string) []arrow.Field {
-	schema := allTypesSchema()
-	out := make([]arrow.Field, len(names))
-	for i, n := range names {
-		idx := schema.FieldIndices(n)
-		if len(idx) != 1 {
-			panic("interop: no column " + n)
-		}
-		out[i] = schema.Field(idx[0])
-	}
-	return out
 }
 
 func names(fields []arrow.Field) []string {
@@ -224,12 +142,7 @@ func names(fields []arrow.Field) []string {
 	return out
 }
 
-var (
-	flatColumns = []string{"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64",
-		"dec9", "dec18", "dec38", "b", "s", "bin", "d", "ts_ms", "ts_us", "ts_ns", "tstz_ms", "tstz_us", "tstz_ns"}
-	nestedColumns = []string{"i64", "l_i64", "l_s", "st", "m"}
-	allColumns    = names(allTypesSchema().Fields())
-)
+var allColumns = names(testtables.AllTypes().Fields())
 
 // project returns the named columns of rec, in that order.
 func project(rec arrow.RecordBatch, names ...string) arrow.RecordBatch {
@@ -252,9 +165,9 @@ func project(rec arrow.RecordBatch, names ...string) arrow.RecordBatch {
 // it against, so the check may fail it then too), and field IDs if DuckDB was
 // not given FIELD_IDS, and rows if the reader's default read fails; and it
 // passes storage_id, magic, algorithm and modules.
-func checkDuckDBReport(t *testing.T, st *store, f duckFile, withFieldIDs bool) {
+func checkDuckDBReport(t *testing.T, st *ducktest.Store, f duckFile, withFieldIDs bool) {
 	t.Helper()
-	rep, err := reader.Check(context.Background(), st, f.id, keys{f.id: f.dek})
+	rep, err := reader.Check(context.Background(), st, f.id, ducktest.Keys{f.id: f.dek})
 	if err != nil {
 		t.Fatalf("reader.Check: %v", err)
 	}
@@ -333,8 +246,8 @@ func TestReaderReadsDuckDBFiles(t *testing.T) {
 		check    func(t *testing.T, lay layout)
 	}
 	cases := []tc{
-		{name: "flat", cols: flatColumns, native: true, keyLen: 32, fieldIDs: true},
-		{name: "nested", cols: nestedColumns, keyLen: 32, fieldIDs: true},
+		{name: "flat", cols: ducktest.FlatColumns(), native: true, keyLen: 32, fieldIDs: true},
+		{name: "nested", cols: ducktest.NestedColumns(), keyLen: 32, fieldIDs: true},
 		{name: "row-groups", cols: allColumns, keyLen: 32, opts: "ROW_GROUP_SIZE 2048", fieldIDs: true,
 			check: func(t *testing.T, lay layout) {
 				if lay.rowGroups < 2 {
@@ -359,11 +272,11 @@ func TestReaderReadsDuckDBFiles(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fields := columns(c.cols...)
+			fields := ducktest.Columns(c.cols...)
 			sel := strings.Join(c.cols, ", ")
 			opts := c.opts
 			if c.fieldIDs {
-				ids := duckFieldIDs(fields)
+				ids := ducktest.FieldIDs(fields)
 				if c.native {
 					ids = strings.TrimSuffix(ids, "}") + ", dec4: 1000}"
 				}
@@ -523,8 +436,8 @@ func TestReaderReadsDuckDBMultiPage(t *testing.T) {
 // row-group selection; and an unknown ID fails with reader.ErrField.
 func TestDuckDBProjectionByFieldID(t *testing.T) {
 	d := newDuck(t, 5000, 12)
-	schema := allTypesSchema()
-	f := d.write(t, "SELECT * FROM src", newKey(t, 32), "ROW_GROUP_SIZE 2048, "+duckFieldIDs(schema.Fields()))
+	schema := testtables.AllTypes()
+	f := d.write(t, "SELECT * FROM src", newKey(t, 32), "ROW_GROUP_SIZE 2048, "+ducktest.FieldIDs(schema.Fields()))
 	r := openReader(t, d.st, f.id, f.dek)
 	if r.NumRowGroups() < 2 {
 		t.Fatalf("%d row groups, want several", r.NumRowGroups())
@@ -563,7 +476,7 @@ func TestDuckDBProjectionByFieldID(t *testing.T) {
 		if !ok || st.NumFields() != 1 || st.Field(0).Name != "b" {
 			t.Fatalf("projection to st.b: st is %v, want struct<b>", got.Schema().Field(0).Type)
 		}
-		rows := query(t, d.db, "SELECT CASE WHEN st IS NULL THEN NULL ELSE {'b': st.b} END FROM read_parquet("+sqlString(f.path)+
+		rows := ducktest.MustQuery(t, d.db, "SELECT CASE WHEN st IS NULL THEN NULL ELSE {'b': st.b} END FROM read_parquet("+ducktest.SQLString(f.path)+
 			", encryption_config = "+f.config+", file_row_number = true) ORDER BY file_row_number")
 		compareRows(t, got, rows)
 	})
@@ -699,7 +612,7 @@ func TestDuckDBFileDamaged(t *testing.T) {
 	if err := r.Verify(ctx); !errors.Is(err, verify.ErrVerify) || r.Verified() {
 		t.Errorf("Verify = %v (Verified %v), want verify.ErrVerify", err, r.Verified())
 	}
-	rep, err := reader.Check(ctx, d.st, f.id, keys{f.id: f.dek})
+	rep, err := reader.Check(ctx, d.st, f.id, ducktest.Keys{f.id: f.dek})
 	if err != nil {
 		t.Fatalf("reader.Check: %v", err)
 	}
@@ -721,18 +634,18 @@ func TestDuckDBKeyForms(t *testing.T) {
 	const q = "SELECT i::BIGINT AS a, i::VARCHAR AS s FROM range(100) t(i)"
 	ctx := context.Background()
 	opens := func(f duckFile, dek pme.DEK) error {
-		_, err := reader.Open(ctx, d.st, f.id, keys{f.id: dek})
+		_, err := reader.Open(ctx, d.st, f.id, ducktest.Keys{f.id: dek})
 		return err
 	}
 	for _, n := range []int{16, 24, 32} {
 		t.Run(fmt.Sprintf("add_parquet_key/base64/%d", n), func(t *testing.T) {
 			key := newKey(t, n)
 			b64 := base64Std(key)
-			d.exec(t, "PRAGMA add_parquet_key('b"+strconv.Itoa(n)+"', "+sqlString(b64)+")")
+			d.exec(t, "PRAGMA add_parquet_key('b"+strconv.Itoa(n)+"', "+ducktest.SQLString(b64)+")")
 			tmp := filepath.Join(t.TempDir(), "f.parquet")
-			d.exec(t, "COPY ("+q+") TO "+sqlString(tmp)+" (ENCRYPTION_CONFIG {footer_key: 'b"+strconv.Itoa(n)+"'})")
-			id, data := importFile(t, d.st, tmp)
+			d.exec(t, "COPY ("+q+") TO "+ducktest.SQLString(tmp)+" (ENCRYPTION_CONFIG {footer_key: 'b"+strconv.Itoa(n)+"'})")
 			dek, _ := pme.DEKFromBytes(key)
+			id, data := d.st.ImportFile(t, tmp, dek)
 			f := duckFile{id: id, data: data}
 			raw := opens(f, dek)
 			if n == 32 {
@@ -755,9 +668,9 @@ func TestDuckDBKeyForms(t *testing.T) {
 		t.Run(fmt.Sprintf("footer_key_value/%d", n), func(t *testing.T) {
 			key := newKey(t, n)
 			tmp := filepath.Join(t.TempDir(), "f.parquet")
-			d.exec(t, "COPY ("+q+") TO "+sqlString(tmp)+" (ENCRYPTION_CONFIG "+footerKeyValue(base64Std(key))+")")
-			id, data := importFile(t, d.st, tmp)
+			d.exec(t, "COPY ("+q+") TO "+ducktest.SQLString(tmp)+" (ENCRYPTION_CONFIG "+ducktest.FooterKeyValue(base64Std(key))+")")
 			dek, _ := pme.DEKFromBytes(key)
+			id, data := d.st.ImportFile(t, tmp, dek)
 			f := duckFile{id: id, data: data}
 			if err := opens(f, dek); err != nil {
 				t.Fatalf("under the %d-byte key: %v", n, err)
@@ -786,10 +699,10 @@ func TestDuckDBKeyForms(t *testing.T) {
 // verification or authentication one.
 func TestDuckDBParquetV2(t *testing.T) {
 	d := newDuck(t, 3000, 13)
-	schema := allTypesSchema()
+	schema := testtables.AllTypes()
 	for _, codec := range []string{"uncompressed", "zstd"} {
 		t.Run(codec, func(t *testing.T) {
-			f := d.write(t, "SELECT * FROM src", newKey(t, 32), "PARQUET_VERSION V2, COMPRESSION "+codec+", "+duckFieldIDs(schema.Fields()))
+			f := d.write(t, "SELECT * FROM src", newKey(t, 32), "PARQUET_VERSION V2, COMPRESSION "+codec+", "+ducktest.FieldIDs(schema.Fields()))
 			lay := walkLayout(t, f.data, f.dek)
 			encodings := map[int32]bool{}
 			for _, c := range lay.chunks {

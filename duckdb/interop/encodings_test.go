@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
@@ -178,7 +179,7 @@ func pageEncodings(t *testing.T, b []byte) (values, levels map[parquet.Encoding]
 // TestSealerEncodingsDuckDBReads: see the comment above. It logs the table
 // of what DuckDB 1.5.6 reads; pme.ErrEncoding's documentation lists it.
 func TestSealerEncodingsDuckDBReads(t *testing.T) {
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	var table []string
 	written := 0
 	for _, c := range encodingCases() {
@@ -227,10 +228,10 @@ func TestSealerEncodingsDuckDBReads(t *testing.T) {
 			if err := os.WriteFile(in, plain, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, duckErr := openDB(t).Query("SELECT * FROM read_parquet(" + sqlString(in) + ")")
+			_, duckErr := ducktest.OpenDuckDB(t).Query("SELECT * FROM read_parquet(" + ducktest.SQLString(in) + ")")
 			if duckErr == nil {
 				// Reading every row, not just planning the query.
-				cols, duckRows := duckRead(t, openDB(t), in, "")
+				cols, duckRows := duckRead(t, ducktest.OpenDuckDB(t), in, "")
 				if got := len(duckRows); len(cols) != 1 || got != rows {
 					t.Fatalf("DuckDB read %d columns, %d rows; want 1 and %d", len(cols), got, rows)
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/reader"
 )
@@ -19,12 +20,12 @@ import (
 // Parquet file at path (encryptionConfig "" for a plaintext file).
 func describe(t *testing.T, db *sql.DB, path, encryptionConfig string) map[string]string {
 	t.Helper()
-	from := "read_parquet(" + sqlString(path) + ")"
+	from := "read_parquet(" + ducktest.SQLString(path) + ")"
 	if encryptionConfig != "" {
-		from = "read_parquet(" + sqlString(path) + ", encryption_config = " + encryptionConfig + ")"
+		from = "read_parquet(" + ducktest.SQLString(path) + ", encryption_config = " + encryptionConfig + ")"
 	}
 	out := map[string]string{}
-	for _, row := range query(t, db, "DESCRIBE SELECT * FROM "+from) {
+	for _, row := range ducktest.MustQuery(t, db, "DESCRIBE SELECT * FROM "+from) {
 		out[row[0].(string)] = row[1].(string)
 	}
 	return out
@@ -47,21 +48,21 @@ func TestDuckDBTypesKept(t *testing.T) {
 	}
 	for name, b := range files {
 		t.Run(name, func(t *testing.T) {
-			db := openDB(t)
+			db := ducktest.OpenDuckDB(t)
 			in := filepath.Join(dir, name+".parquet")
 			if err := os.WriteFile(in, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			want := describe(t, db, in, "")
-			st := newStore(t)
+			st := ducktest.NewStore(t)
 			obj, err := sealPath(t, st, in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := describe(t, db, obj.path, footerKeyValue(keyBase64(obj))); !mapsEqualString(got, want) {
+			if got := describe(t, db, obj.path, ducktest.FooterKeyValue(keyBase64(obj))); !mapsEqualString(got, want) {
 				t.Errorf("the sealed object: %v, the file: %v", got, want)
 			}
-			r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
+			r, err := reader.Open(ctx, st, obj.StorageID, ducktest.Keys{obj.StorageID: obj.DEK})
 			if err != nil {
 				t.Fatal(err)
 			}

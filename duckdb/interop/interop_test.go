@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -23,10 +25,10 @@ import (
 // column of every covered type, and compares DuckDB's values column by
 // column.
 func TestDuckDBReadsEveryType(t *testing.T) {
-	schema := allTypesSchema()
-	rec := makeRecord(schema, 3000, 1)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, 3000, 1)
 	defer rec.Release()
-	obj := writeObject(t, newStore(t), schema, []arrow.RecordBatch{rec})
+	obj := writeObject(t, ducktest.NewStore(t), schema, []arrow.RecordBatch{rec})
 	lay := inspect(t, obj)
 	if lay.rowGroups != 1 {
 		t.Errorf("%d row groups, want 1 with the default options", lay.rowGroups)
@@ -47,10 +49,10 @@ func TestDuckDBReadsLayouts(t *testing.T) {
 	// arrow-go closes a page only between write batches of 1024 values, so a
 	// page size below what 1024 values take (booleans: 128 bytes) gives
 	// about one data page per 1024 values: at least 3 in a 2100-row chunk.
-	schema := allTypesSchema()
-	rec := makeRecord(schema, rows, 2)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, rows, 2)
 	defer rec.Release()
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	codecs := map[writer.Codec]int32{writer.Zstd: codecZstd, writer.Snappy: codecSnappy, writer.Uncompressed: codecUncompressed}
 	for _, codec := range []writer.Codec{writer.Zstd, writer.Snappy, writer.Uncompressed} {
 		for _, dict := range []bool{true, false} {
@@ -128,11 +130,11 @@ func TestDuckDBReadsLayouts(t *testing.T) {
 // (plus one where the value's varint length prefix grows), so a value
 // length can be chosen that puts L exactly n below a Padmé target.
 func TestPadDeltas(t *testing.T) {
-	schema := allTypesSchema()
-	rec := makeRecord(schema, 100, 3)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, 100, 3)
 	defer rec.Release()
 	recs := []arrow.RecordBatch{rec}
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	const key = "interop:filler"
 	base := writeObject(t, st, schema, recs, writer.WithMetadata(key, "x"))
 	l1 := base.UnpaddedSize // L with a 1-byte filler value
@@ -181,19 +183,19 @@ func fillerFor(t *testing.T, l1, n uint64) (m int, l, target uint64) {
 // TestDuckDBKeys checks the other way to pass the key, and that DuckDB
 // refuses to read an object with a wrong key or none.
 func TestDuckDBKeys(t *testing.T) {
-	schema := allTypesSchema()
-	rec := makeRecord(schema, 300, 4)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, 300, 4)
 	defer rec.Release()
-	obj := writeObject(t, newStore(t), schema, []arrow.RecordBatch{rec})
+	obj := writeObject(t, ducktest.NewStore(t), schema, []arrow.RecordBatch{rec})
 
 	t.Run("add_parquet_key", func(t *testing.T) {
-		db := openDB(t)
-		if _, err := db.Exec("PRAGMA add_parquet_key('k', " + sqlString(keyBase64(obj)) + ")"); err != nil {
-			t.Fatalf("add_parquet_key: %s", duckError(err))
+		db := ducktest.OpenDuckDB(t)
+		if _, err := db.Exec("PRAGMA add_parquet_key('k', " + ducktest.SQLString(keyBase64(obj)) + ")"); err != nil {
+			t.Fatalf("add_parquet_key: %s", ducktest.ErrorText(err))
 		}
 		got, err := readAll(db, obj.path, "{footer_key: 'k'}", schema)
 		if err != nil {
-			t.Fatalf("read_parquet: %s", duckError(err))
+			t.Fatalf("read_parquet: %s", ducktest.ErrorText(err))
 		}
 		compareRows(t, rec, got)
 	})
@@ -201,7 +203,7 @@ func TestDuckDBKeys(t *testing.T) {
 	t.Run("wrong-key", func(t *testing.T) {
 		wrong := obj.DEK.Bytes()
 		wrong[len(wrong)-1] ^= 1
-		_, err := readAll(openDB(t), obj.path, footerKeyValue(base64Std(wrong)), schema)
+		_, err := readAll(ducktest.OpenDuckDB(t), obj.path, ducktest.FooterKeyValue(base64Std(wrong)), schema)
 		if err == nil || !strings.Contains(err.Error(), "Computed AES tag differs") { // DuckDB's message; it has no error codes
 			t.Fatalf("read with a wrong key: err = %v, want DuckDB's AES tag mismatch", err)
 		}
@@ -210,7 +212,7 @@ func TestDuckDBKeys(t *testing.T) {
 	t.Run("footer_key_value-base64-string", func(t *testing.T) {
 		// The base64 text itself is not a key: footer_key_value is not
 		// decoded, and 44 bytes is no AES key length.
-		_, err := readAll(openDB(t), obj.path, "{footer_key_value: "+sqlString(keyBase64(obj))+"}", schema)
+		_, err := readAll(ducktest.OpenDuckDB(t), obj.path, "{footer_key_value: "+ducktest.SQLString(keyBase64(obj))+"}", schema)
 		if err == nil {
 			t.Fatalf("read with the base64 text as footer_key_value succeeded")
 		}
@@ -219,7 +221,7 @@ func TestDuckDBKeys(t *testing.T) {
 
 	t.Run("no-key", func(t *testing.T) {
 		var n int64
-		err := openDB(t).QueryRow("SELECT count(*) FROM read_parquet(" + sqlString(obj.path) + ")").Scan(&n)
+		err := ducktest.OpenDuckDB(t).QueryRow("SELECT count(*) FROM read_parquet(" + ducktest.SQLString(obj.path) + ")").Scan(&n)
 		if err == nil {
 			t.Fatalf("read without a key succeeded, count %d", n)
 		}
@@ -233,23 +235,13 @@ func firstLine(err error) string {
 	return s
 }
 
-// duckError returns DuckDB's message without the SQL excerpt and stack
-// trace it appends.
-func duckError(err error) string {
-	s := err.Error()
-	for _, cut := range []string{"\nStack Trace:", "\nLINE 1:"} {
-		s, _, _ = strings.Cut(s, cut)
-	}
-	return strings.TrimSpace(s)
-}
-
 // TestV2CompressedRefused: data page V2 with a codec is refused, since
 // DuckDB 1.5.6 reads the levels and values of a compressed V2 page in an
 // encrypted file as two modules (a layout no PME writer produces), so it
 // could not read such an object.
 func TestV2CompressedRefused(t *testing.T) {
-	schema := allTypesSchema()
-	st := newStore(t)
+	schema := testtables.AllTypes()
+	st := ducktest.NewStore(t)
 	for _, codec := range []writer.Codec{writer.Zstd, writer.Snappy} {
 		if _, err := writer.New(st, schema, writer.WithCodec(codec), writer.WithDataPageVersion(writer.DataPageV2)); !errors.Is(err, writer.ErrOption) {
 			t.Errorf("V2 with %v: %v, want writer.ErrOption", codec, err)

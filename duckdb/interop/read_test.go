@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -12,60 +11,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// This file holds what the tests of the reader share: a key resolver, the
-// import of foreign files into the store, scans collected into one record,
-// and the comparison of Arrow arrays.
-
-// keys is a reader.KeyResolver over a map: storage_id → DEK (Section 11.5:
-// keys are found by storage_id, never by the key_ref).
-type keys map[storageid.ID]pme.DEK
-
-func (k keys) ResolveDEK(_ context.Context, id storageid.ID) (pme.DEK, error) {
-	dek, ok := k[id]
-	if !ok {
-		return pme.DEK{}, fmt.Errorf("interop: %s: %w", id, reader.ErrNoKey)
-	}
-	return dek, nil
-}
-
-// importFile imports the bytes of the file at path into st, as a Pending
-// committed to the store, and returns their storage_id and the bytes. It
-// checks that the store names them by their BLAKE3 root.
-func importFile(t *testing.T, st *store, path string) (storageid.ID, []byte) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
-	ctx := context.Background()
-	p, err := st.Create(ctx)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	defer p.Abort()
-	if _, err := p.Write(data); err != nil {
-		t.Fatalf("Pending.Write: %v", err)
-	}
-	id, err := p.Commit(ctx)
-	if err != nil {
-		t.Fatalf("Pending.Commit: %v", err)
-	}
-	if want := storageid.Sum(data); id != want {
-		t.Fatalf("the store named %d bytes %v, their BLAKE3 root is %v", len(data), id, want)
-	}
-	return id, data
-}
+// This file holds what the tests of the reader share: scans collected into
+// one record, and the comparison of Arrow arrays.
 
 // openReader opens object id of st with dek.
-func openReader(t *testing.T, st *store, id storageid.ID, dek pme.DEK) *reader.Reader {
+func openReader(t *testing.T, st *ducktest.Store, id storageid.ID, dek pme.DEK) *reader.Reader {
 	t.Helper()
-	r, err := reader.Open(context.Background(), st, id, keys{id: dek})
+	r, err := reader.Open(context.Background(), st, id, ducktest.Keys{id: dek})
 	if err != nil {
 		t.Fatalf("reader.Open: %v", err)
 	}
@@ -249,9 +208,9 @@ func fieldID(t *testing.T, schema *arrow.Schema, path string) int32 {
 
 // checkConformant checks that reader.Check reports a written object
 // conformant, with the key_ref and unpadded size the writer reported.
-func checkConformant(t *testing.T, st *store, obj writer.Object) {
+func checkConformant(t *testing.T, st *ducktest.Store, obj writer.Object) {
 	t.Helper()
-	rep, err := reader.Check(context.Background(), st, obj.StorageID, keys{obj.StorageID: obj.DEK})
+	rep, err := reader.Check(context.Background(), st, obj.StorageID, ducktest.Keys{obj.StorageID: obj.DEK})
 	if err != nil {
 		t.Fatalf("reader.Check: %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -20,10 +22,10 @@ import (
 // every object conformant.
 func TestRoundTrip(t *testing.T) {
 	const rows = 5000
-	schema := allTypesSchema()
-	rec := makeRecord(schema, rows, 21)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, rows, 21)
 	defer rec.Release()
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	ctx := context.Background()
 
 	type tc struct {
@@ -141,8 +143,8 @@ func TestRoundTrip(t *testing.T) {
 // the limit.
 func TestRowGroupBytesLimit(t *testing.T) {
 	const rows, limit = 5000, 48 << 10
-	schema := allTypesSchema()
-	rec := makeRecord(schema, rows, 22)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, rows, 22)
 	defer rec.Release()
 	var parts []arrow.RecordBatch
 	for off := int64(0); off < rows; off += 625 {
@@ -150,7 +152,7 @@ func TestRowGroupBytesLimit(t *testing.T) {
 		defer part.Release()
 		parts = append(parts, part)
 	}
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	obj := writeObject(t, st, schema, parts, writer.WithRowGroupBytes(limit))
 	lay := inspect(t, obj)
 	perRG := make([]int64, lay.rowGroups)

@@ -19,8 +19,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/lz4hadoop"
 	"github.com/sovm/sop-pme/internal/plainedit"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"
@@ -47,16 +49,23 @@ type sealed struct {
 // reads it.
 func plainMeta(t *testing.T, path string) *metadata.FileMetaData {
 	t.Helper()
+	return openPlain(t, path).MetaData()
+}
+
+// openPlain opens a plaintext Parquet file with arrow-go, with
+// readableMeta's options, until t ends.
+func openPlain(t *testing.T, path string) *file.Reader {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	pf, err := file.NewParquetReader(f, readableMeta(t, f)...)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return pf.MetaData()
+	return pf
 }
 
 // readableMeta returns the options that make arrow-go read the footer of
@@ -83,16 +92,7 @@ func readableMeta(t *testing.T, f *os.File) []file.ReadOption {
 // Parquet file (field IDs as "PARQUET:field_id", -1 where there is none).
 func plainArrowSchema(t *testing.T, path string) *arrow.Schema {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pf, err := file.NewParquetReader(f, readableMeta(t, f)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(openPlain(t, path), pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func plainArrowSchema(t *testing.T, path string) *arrow.Schema {
 // sealPath seals the plaintext file at path into st and checks what every
 // object must satisfy (writeObject's checks: the stored bytes, their
 // storage_id, the Padmé size, reader.Check conformant).
-func sealPath(t *testing.T, st *store, path string, opts ...writer.Option) (object, error) {
+func sealPath(t *testing.T, st *ducktest.Store, path string, opts ...writer.Option) (object, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -124,11 +124,11 @@ func sealPath(t *testing.T, st *store, path string, opts ...writer.Option) (obje
 	return checkStored(t, st, obj), nil
 }
 
-// checkStored reads a published object back from the store and checks it
-// as writeObject does.
-func checkStored(t *testing.T, st *store, obj writer.Object) object {
+// checkStored reads a published object back from the store and checks
+// that it holds obj.Size bytes and that reader.Check reports it conformant.
+func checkStored(t *testing.T, st *ducktest.Store, obj writer.Object) object {
 	t.Helper()
-	path := st.path(obj.StorageID)
+	path := st.Path(obj.StorageID)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("reading the stored object: %v", err)
@@ -149,54 +149,12 @@ func duckRead(t *testing.T, db *sql.DB, path, encryptionConfig string) ([]string
 	if encryptionConfig != "" {
 		enc = ", encryption_config = " + encryptionConfig
 	}
-	q := "SELECT * EXCLUDE (file_row_number) FROM read_parquet(" + sqlString(path) + enc + ", file_row_number = true, hive_partitioning = false) ORDER BY file_row_number"
-	rows, err := db.Query(q)
+	q := "SELECT * EXCLUDE (file_row_number) FROM read_parquet(" + ducktest.SQLString(path) + enc + ", file_row_number = true, hive_partitioning = false) ORDER BY file_row_number"
+	cols, rows, err := ducktest.Query(db, q)
 	if err != nil {
-		t.Fatalf("%s\n%s", q, duckError(err))
+		t.Fatalf("%s\n%s", q, ducktest.ErrorText(err))
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]any
-	for rows.Next() {
-		row := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range row {
-			ptrs[i] = &row[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatalf("%s\n%s", q, duckError(err))
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s\n%s", q, duckError(err))
-	}
-	return cols, out
-}
-
-// sameRowsAs checks rows against want value by value (sameValue), and
-// reports up to 5 differences per column.
-func sameRowsAs(t *testing.T, what string, cols []string, want, got [][]any) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
-	}
-	for c, name := range cols {
-		bad := 0
-		for r := range want {
-			if !sameValue(want[r][c], got[r][c]) {
-				if bad++; bad <= 5 {
-					t.Errorf("%s: column %s row %d: %s, want %s", what, name, r, show(got[r][c]), show(want[r][c]))
-				}
-			}
-		}
-		if bad > 5 {
-			t.Errorf("%s: column %s: %d rows differ in all", what, name, bad)
-		}
-	}
+	return cols, rows
 }
 
 // checkSealed checks a sealed object against its plaintext file: DuckDB
@@ -204,25 +162,25 @@ func sameRowsAs(t *testing.T, what string, cols []string, want, got [][]any) {
 // footer references no page index or bloom filter; the field IDs are those
 // of AssignFieldIDs on the file's Arrow schema (the file's own where it has
 // them).
-func checkSealed(t *testing.T, st *store, in string, obj object) {
+func checkSealed(t *testing.T, st *ducktest.Store, in string, obj object) {
 	t.Helper()
 	checkObjectAgainst(t, st, in, obj, true)
 }
 
 // checkObjectAgainst is checkSealed; the object keeps the file's row
 // groups only if sealed is set (else it was re-encoded).
-func checkObjectAgainst(t *testing.T, st *store, in string, obj object, sealed bool) {
+func checkObjectAgainst(t *testing.T, st *ducktest.Store, in string, obj object, sealed bool) {
 	t.Helper()
-	db := openDB(t)
+	db := ducktest.OpenDuckDB(t)
 	cols, want := duckRead(t, db, in, "")
 	if len(want) == 0 {
 		t.Fatal("DuckDB reads no rows from the file: the test proves nothing")
 	}
-	gotCols, got := duckRead(t, db, obj.path, footerKeyValue(keyBase64(obj)))
+	gotCols, got := duckRead(t, db, obj.path, ducktest.FooterKeyValue(keyBase64(obj)))
 	if !slices.Equal(cols, gotCols) {
 		t.Fatalf("DuckDB reads columns %v from the object, %v from the file", gotCols, cols)
 	}
-	sameRowsAs(t, "DuckDB reading the object", cols, want, got)
+	ducktest.CompareRows(t, "DuckDB reading the object", cols, want, got, ducktest.SameValue)
 
 	r := openReader(t, st, obj.StorageID, obj.DEK)
 	rec := mustScan(t, r)
@@ -240,7 +198,7 @@ func checkObjectAgainst(t *testing.T, st *store, in string, obj object, sealed b
 			ours[i][c] = duckValue(rec.Column(c), i)
 		}
 	}
-	sameRowsAs(t, "our reader reading the object", cols, want, ours)
+	ducktest.CompareRows(t, "our reader reading the object", cols, want, ours, ducktest.SameValue)
 
 	// No page index, no bloom filter, no offset of either.
 	lay := walkLayoutKeyRef(t, obj.data, obj.DEK, obj.KeyRef[:])
@@ -273,20 +231,7 @@ func checkObjectAgainst(t *testing.T, st *store, in string, obj object, sealed b
 // objectFooter decrypts an object's footer.
 func objectFooter(t *testing.T, obj object) *pme.Footer {
 	t.Helper()
-	data := obj.data
-	flen, err := pme.ParseTrailer(data[len(data)-pme.TrailerSize:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	tail, err := pme.ParseFooterRegion(data[len(data)-pme.TrailerSize-int(flen) : len(data)-pme.TrailerSize])
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := pme.OpenFooter(obj.DEK, tail.FooterBody)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return ducktest.OpenFooter(t, obj.data, obj.DEK).Footer
 }
 
 func eachChunk(md *metadata.FileMetaData, fn func(*metadata.ColumnChunkMetaData)) {
@@ -318,9 +263,9 @@ func counts(md *metadata.FileMetaData) (blooms, columnIndexes, offsetIndexes int
 }
 
 // storeObjects counts the objects in a store's directory.
-func storeObjects(t *testing.T, st *store) int {
+func storeObjects(t *testing.T, st *ducktest.Store) int {
 	t.Helper()
-	ents, err := os.ReadDir(st.dir)
+	ents, err := os.ReadDir(st.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +292,8 @@ func TestSealDuckDBFiles(t *testing.T) {
 		fieldIDs bool
 	}
 	cases := []tc{
-		{name: "flat", cols: flatColumns, fieldIDs: true},
-		{name: "nested", cols: nestedColumns, fieldIDs: true},
+		{name: "flat", cols: ducktest.FlatColumns(), fieldIDs: true},
+		{name: "nested", cols: ducktest.NestedColumns(), fieldIDs: true},
 		{name: "row-groups", cols: allColumns, opts: "ROW_GROUP_SIZE 2048"},
 		{name: "no-field-ids", cols: allColumns},
 	}
@@ -360,14 +305,14 @@ func TestSealDuckDBFiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			opts := c.opts
 			if c.fieldIDs {
-				opts = strings.TrimPrefix(opts+", "+duckFieldIDs(columns(c.cols...)), ", ")
+				opts = strings.TrimPrefix(opts+", "+ducktest.FieldIDs(ducktest.Columns(c.cols...)), ", ")
 			}
 			in := filepath.Join(t.TempDir(), "duckdb.parquet")
 			copyOpts := "FORMAT parquet"
 			if opts != "" {
 				copyOpts += ", " + opts
 			}
-			d.exec(t, "COPY (SELECT "+strings.Join(c.cols, ", ")+" FROM src) TO "+sqlString(in)+" ("+copyOpts+")")
+			d.exec(t, "COPY (SELECT "+strings.Join(c.cols, ", ")+" FROM src) TO "+ducktest.SQLString(in)+" ("+copyOpts+")")
 			blooms, ci, oi := counts(plainMeta(t, in))
 			sawBlooms += blooms
 			t.Logf("the file has %d bloom filters, %d column indexes, %d offset indexes", blooms, ci, oi)
@@ -392,7 +337,7 @@ func TestSealDuckDBFiles(t *testing.T) {
 			checkSealed(t, d.st, in, obj)
 			if c.fieldIDs {
 				r := openReader(t, d.st, obj.StorageID, obj.DEK)
-				if w, g := fieldIDsOf(t, arrow.NewSchema(columns(c.cols...), nil)), fieldIDsOf(t, r.Schema()); !mapsEqual(w, g) {
+				if w, g := fieldIDsOf(t, arrow.NewSchema(ducktest.Columns(c.cols...), nil)), fieldIDsOf(t, r.Schema()); !mapsEqual(w, g) {
 					t.Errorf("field IDs: %v, FIELD_IDS gave %v", g, w)
 				}
 			}
@@ -409,9 +354,9 @@ func TestSealDuckDBFiles(t *testing.T) {
 // pages, uncompressed (sealed as they are) and compressed (rewritten as V1
 // ones).
 func TestSealArrowGoFiles(t *testing.T) {
-	st := newStore(t)
-	schema := allTypesSchema()
-	rec := makeRecord(schema, 5000, 22)
+	st := ducktest.NewStore(t)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, 5000, 22)
 	defer rec.Release()
 	for name, props := range map[string][]parquet.WriterProperty{
 		"zstd":            {parquet.WithCompression(compress.Codecs.Zstd)},
@@ -468,7 +413,7 @@ func TestSealPyarrowFiles(t *testing.T) {
 	}
 	// An encoding arrow-go cannot read (TestSealerEncodingsDuckDBReads).
 	refused := map[string]error{"flba-delta-byte-array.parquet": pme.ErrEncoding}
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	pageIndexes := 0
 	for _, in := range files {
 		t.Run(filepath.Base(in), func(t *testing.T) {
@@ -503,8 +448,8 @@ func TestSealPyarrowFiles(t *testing.T) {
 // (pme.ErrCodec) and import failed ("compression for LZ4 unimplemented";
 // parquet-testing's three LZ4 files).
 func TestSealLZ4Hadoop(t *testing.T) {
-	schema := allTypesSchema()
-	rec := makeRecord(schema, 500, 23)
+	schema := testtables.AllTypes()
+	rec := testtables.Record(schema, 500, 23)
 	defer rec.Release()
 	if err := writeLZ4(schema, rec); err == nil {
 		t.Error("arrow-go wrote a file with the LZ4 codec")
@@ -539,7 +484,7 @@ func TestSealLZ4Hadoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	for name, c := range map[string]struct {
 		file []byte
 		like string // the file of the same rows and row groups DuckDB reads
@@ -554,7 +499,7 @@ func TestSealLZ4Hadoop(t *testing.T) {
 			}
 			// DuckDB 1.5.6 refuses the codec outright, even in a plaintext
 			// file.
-			if _, err := openDB(t).Query("SELECT * FROM read_parquet(" + sqlString(in) + ")"); err == nil {
+			if _, err := ducktest.OpenDuckDB(t).Query("SELECT * FROM read_parquet(" + ducktest.SQLString(in) + ")"); err == nil {
 				t.Error("DuckDB reads a file whose codec is LZ4: rewriting it needs a second look")
 			} else {
 				t.Logf("DuckDB: %s", firstLine(err))

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/memstore"
 	"github.com/sovm/sop-pme/internal/vectors"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
-	"github.com/sovm/sop-pme/storageid"
 )
 
 var update = flag.Bool("update", false, "rewrite the duckdb-* vectors in "+vectorDir)
@@ -31,10 +31,10 @@ type duckVector struct {
 }
 
 var duckVectors = []duckVector{
-	{name: "flat", cols: flatColumns, keyLen: 32, fieldIDs: true, comment: "every flat type, FIELD_IDS, a 32-byte key"},
-	{name: "nested", cols: nestedColumns, keyLen: 32, fieldIDs: true, comment: "lists, a struct and a map, FIELD_IDS"},
+	{name: "flat", cols: ducktest.FlatColumns(), keyLen: 32, fieldIDs: true, comment: "every flat type, FIELD_IDS, a 32-byte key"},
+	{name: "nested", cols: ducktest.NestedColumns(), keyLen: 32, fieldIDs: true, comment: "lists, a struct and a map, FIELD_IDS"},
 	{name: "row-groups", cols: []string{"i64", "s", "l_i64"}, keyLen: 32, opts: "ROW_GROUP_SIZE 2048", fieldIDs: true, comment: "three row groups"},
-	{name: "no-field-ids", cols: flatColumns, keyLen: 32, comment: "no FIELD_IDS: no field IDs in the schema"},
+	{name: "no-field-ids", cols: ducktest.FlatColumns(), keyLen: 32, comment: "no FIELD_IDS: no field IDs in the schema"},
 	{name: "key-16", cols: []string{"i32", "s", "tstz_us"}, keyLen: 16, fieldIDs: true, comment: "a 16-byte key (AES-128)"},
 	{name: "key-24", cols: []string{"i32", "s", "tstz_us"}, keyLen: 24, fieldIDs: true, comment: "a 24-byte key (AES-192)"},
 	{name: "gzip", cols: []string{"i64", "f64", "s", "dec18"}, keyLen: 32, opts: "COMPRESSION gzip", fieldIDs: true, comment: "gzip"},
@@ -69,15 +69,15 @@ func TestDuckDBVectors(t *testing.T) {
 		n++
 		t.Run(v.Name, func(t *testing.T) {
 			d := newDuckDB(t)
-			id, data := importBytes(t, d.st, v.Object)
-			if id != v.ID {
-				t.Fatalf("the vector's bytes hash to %v, its storage_id is %v", id, v.ID)
-			}
 			dek, err := pme.DEKFromBytes(v.DEK)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := duckFile{id: id, path: d.st.path(id), data: data, dek: dek, config: d.keyConfig(t, v.DEK)}
+			id, data := d.st.Import(t, v.Object, dek), v.Object
+			if id != v.ID {
+				t.Fatalf("the vector's bytes hash to %v, its storage_id is %v", id, v.ID)
+			}
+			f := duckFile{id: id, path: d.st.Path(id), data: data, dek: dek, config: d.keyConfig(t, v.DEK)}
 			rec := mustScan(t, openReader(t, d.st, id, dek))
 			defer rec.Release()
 			d.checkAgainstDuckDB(t, f, rec)
@@ -91,16 +91,6 @@ func TestDuckDBVectors(t *testing.T) {
 	}
 }
 
-// importBytes imports b into st and returns its storage_id and bytes.
-func importBytes(t *testing.T, st *store, b []byte) (storageid.ID, []byte) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "vector.parquet")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return importFile(t, st, path)
-}
-
 func writeDuckDBVectors(t *testing.T) {
 	old, _ := filepath.Glob(filepath.Join(vectorDir, "duckdb-*"))
 	for _, p := range old {
@@ -108,10 +98,10 @@ func writeDuckDBVectors(t *testing.T) {
 	}
 	d := newDuck(t, 4200, 31)
 	for _, c := range duckVectors {
-		fields := columns(c.cols...)
+		fields := ducktest.Columns(c.cols...)
 		opts := c.opts
 		if c.fieldIDs {
-			opts = strings.TrimPrefix(opts+", "+duckFieldIDs(fields), ", ")
+			opts = strings.TrimPrefix(opts+", "+ducktest.FieldIDs(fields), ", ")
 		}
 		rows := "LIMIT 120"
 		if strings.Contains(opts, "ROW_GROUP_SIZE") {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/benchdata"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
@@ -62,15 +63,15 @@ func BenchmarkScan(b *testing.B) {
 	rows := benchRows(b)
 	rec := benchdata.Record(rows, 1)
 	defer rec.Release()
-	st := newStore(b)
-	id := st.write(b, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(int64(max(rows/8, 1)))).StorageID
+	st := ducktest.NewStore(b)
+	id := st.Write(b, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(int64(max(rows/8, 1)))).StorageID
 	// For context, not for the ratios: DuckDB reading the same rows from
 	// plaintext Parquet it wrote itself (zstd, the same row groups), which
 	// shows what decryption costs DuckDB.
 	plain := filepath.Join(b.TempDir(), "plain.parquet")
-	exec(b, openNative(b, 0), fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (COMPRESSION zstd, ROW_GROUP_SIZE %d)",
-		nativeScan(st, id), sqlString(plain), max(rows/8, 1)))
-	plainScan := "read_parquet(" + sqlString(plain) + ")"
+	ducktest.Exec(b, openNative(b, 0), fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (COMPRESSION zstd, ROW_GROUP_SIZE %d)",
+		nativeScan(st, id), ducktest.SQLString(plain), max(rows/8, 1)))
+	plainScan := "read_parquet(" + ducktest.SQLString(plain) + ")"
 	for _, q := range benchQueries {
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/threads=%d", q.name, threads), func(b *testing.B) {
@@ -121,13 +122,13 @@ func BenchmarkScan(b *testing.B) {
 // store: at most the column's chunks, the footer and 2 × 16 KiB per
 // verified range (the partial groups at its ends), plus the range's proof
 // (8 bytes of size and 64 bytes per tree level on each side).
-func benchBytes(b *testing.B, st *store, id storageid.ID) {
+func benchBytes(b *testing.B, st *ducktest.Store, id storageid.ID) {
 	src := &counting{src: st}
 	db := openDB(b, st, src)
 	l := layoutOf(b, st, id)
 	for b.Loop() {
 		src.reset()
-		query(b, db.SQL(), "SELECT sum(x) FROM "+sopScan(id))
+		ducktest.MustQuery(b, db.SQL(), "SELECT sum(x) FROM "+sopScan(id))
 	}
 	fetched, slices := src.bytes.Load(), src.slices.Load()
 	need := l.need(1)

@@ -6,13 +6,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/benchdata"
 	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/internal/vectors"
@@ -37,18 +37,18 @@ type equivObject struct {
 }
 
 // equivalenceObjects writes the objects of the set into st.
-func equivalenceObjects(t *testing.T, st *store) []equivObject {
+func equivalenceObjects(t *testing.T, st *ducktest.Store) []equivObject {
 	t.Helper()
 	const rows = 3000
 	var objs []equivObject
 	add := func(name string, id storageid.ID) { objs = append(objs, equivObject{name, id}) }
-	rec := makeRecord(allTypesSchema(), rows, 1)
+	rec := testtables.Record(testtables.AllTypes(), rows, 1)
 	defer rec.Release()
 
 	// The interop suite's table with the writer's defaults, then under
 	// several codecs, dictionary settings and page versions, in several row
 	// groups of several pages.
-	add("all-types", st.write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID)
+	add("all-types", st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID)
 	for _, l := range []struct {
 		codec   writer.Codec
 		dict    bool
@@ -59,27 +59,26 @@ func equivalenceObjects(t *testing.T, st *store) []equivObject {
 		{writer.Uncompressed, true, writer.DataPageV2},
 		{writer.Uncompressed, false, writer.DataPageV2},
 	} {
-		obj := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithCodec(l.codec), writer.WithDictionary(l.dict),
+		obj := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithCodec(l.codec), writer.WithDictionary(l.dict),
 			writer.WithDataPageVersion(l.version), writer.WithRowGroupRows(1100), writer.WithDataPageSize(64))
 		add(fmt.Sprintf("all-types/codec=%v/dictionary=%v/page=v%d/row-groups=3", l.codec, l.dict, l.version), obj.StorageID)
 	}
-	extra := makeRecord(testtables.ExtraTypes(), rows, 2)
+	extra := testtables.Record(testtables.ExtraTypes(), rows, 2)
 	defer extra.Release()
-	add("extra-types", st.write(t, extra.Schema(), []arrow.RecordBatch{extra}, writer.WithRowGroupRows(1000)).StorageID)
+	add("extra-types", st.Write(t, extra.Schema(), []arrow.RecordBatch{extra}, writer.WithRowGroupRows(1000)).StorageID)
 	bench := benchdata.Record(rows, 3)
 	defer bench.Release()
-	add("benchdata", st.write(t, bench.Schema(), []arrow.RecordBatch{bench}, writer.WithRowGroupRows(700)).StorageID)
+	add("benchdata", st.Write(t, bench.Schema(), []arrow.RecordBatch{bench}, writer.WithRowGroupRows(700)).StorageID)
 
 	// Files DuckDB wrote (encrypted, empty AAD), with and without field IDs:
 	// the reader reads them, and so must sop_scan.
 	d := openDuckWriter(t)
 	d.loadTable(t, st, "src", rec)
-	flat := []string{"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64",
-		"dec9", "dec18", "dec38", "b", "s", "bin", "d", "ts_ms", "ts_us", "ts_ns", "tstz_ms", "tstz_us", "tstz_ns"}
+	flat := ducktest.FlatColumns()
 	add("duckdb/flat", d.write(t, st, "SELECT "+strings.Join(flat, ", ")+", CAST(i16 % 1000 AS DECIMAL(4,1)) AS dec4 FROM src",
-		32, duckFieldIDs(rec.Schema(), flat, "dec4: 1000")))
-	nestedCols := []string{"i64", "l_i64", "l_s", "st", "m"}
-	add("duckdb/nested", d.write(t, st, "SELECT "+strings.Join(nestedCols, ", ")+" FROM src", 16, duckFieldIDs(rec.Schema(), nestedCols)))
+		32, ducktest.FieldIDs(ducktest.Columns(flat...), "dec4: 1000")))
+	nestedCols := ducktest.NestedColumns()
+	add("duckdb/nested", d.write(t, st, "SELECT "+strings.Join(nestedCols, ", ")+" FROM src", 16, ducktest.FieldIDs(ducktest.Columns(nestedCols...))))
 	add("duckdb/no-field-ids/row-groups", d.write(t, st, "SELECT * FROM src", 24, "ROW_GROUP_SIZE 1024"))
 
 	// The SOP-PME-1 test vectors (testdata/vectors) whose objects are
@@ -97,7 +96,7 @@ func equivalenceObjects(t *testing.T, st *store) []equivObject {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id := st.importBytes(t, v.Object, dek); id != v.ID {
+		if id := st.Import(t, v.Object, dek); id != v.ID {
 			t.Fatalf("vector %s: imported as %v, its storage_id is %v", v.Name, id, v.ID)
 		}
 		add("vector/"+v.Name, v.ID)
@@ -112,7 +111,7 @@ func equivalenceObjects(t *testing.T, st *store) []equivObject {
 // TestEquivalence checks every object of the set, at DuckDB's default
 // thread count and with one thread.
 func TestEquivalence(t *testing.T) {
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	objs := equivalenceObjects(t, st)
 	for _, threads := range []int{0, 1} {
 		var opts []Option
@@ -130,18 +129,18 @@ func TestEquivalence(t *testing.T) {
 
 // checkEquivalent compares sop_scan of id on db with read_parquet of its
 // file on native.
-func checkEquivalent(t *testing.T, db, native *sql.DB, st *store, id storageid.ID) {
+func checkEquivalent(t *testing.T, db, native *sql.DB, st *ducktest.Store, id storageid.ID) {
 	t.Helper()
 	describe := func(db *sql.DB, from string) [][]any {
-		rows := query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")")
+		rows := ducktest.MustQuery(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")")
 		if len(rows) == 0 {
 			t.Fatalf("DESCRIBE %s: no columns", from)
 		}
 		return rows
 	}
 	compareRows(t, "DESCRIBE", describe(native, nativeScan(st, id)), describe(db, sopScan(id)))
-	want := query(t, native, "SELECT * FROM "+nativeScan(st, id))
-	got := query(t, db, "SELECT * FROM "+sopScan(id))
+	want := ducktest.MustQuery(t, native, "SELECT * FROM "+nativeScan(st, id))
+	got := ducktest.MustQuery(t, db, "SELECT * FROM "+sopScan(id))
 	compareRows(t, "SELECT *", want, got)
 }
 
@@ -150,30 +149,22 @@ type duckWriter struct{ db *sql.DB }
 
 func openDuckWriter(t *testing.T) *duckWriter {
 	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	// Writing encrypted Parquet in DuckDB 1.5.x needs this (notes/duckdb-
-	// encrypted-parquet.md).
-	exec(t, db, "SET force_mbedtls_unsafe = 'true'")
-	return &duckWriter{db: db}
+	return &duckWriter{db: ducktest.OpenWriter(t)}
 }
 
 // loadTable has DuckDB read rec, written as an object into st, into table
 // name, in order.
-func (d *duckWriter) loadTable(t *testing.T, st *store, name string, rec arrow.RecordBatch) storageid.ID {
+func (d *duckWriter) loadTable(t *testing.T, st *ducktest.Store, name string, rec arrow.RecordBatch) storageid.ID {
 	t.Helper()
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
-	exec(t, d.db, "CREATE TABLE "+name+" AS SELECT * FROM "+nativeScan(st, id))
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
+	ducktest.Exec(t, d.db, "CREATE TABLE "+name+" AS SELECT * FROM "+nativeScan(st, id))
 	return id
 }
 
 // write has DuckDB COPY the rows of query to an encrypted Parquet file
 // under a fresh key of keyLen bytes, with the further COPY options opts, and
 // imports the file into st.
-func (d *duckWriter) write(t *testing.T, st *store, query string, keyLen int, opts string) storageid.ID {
+func (d *duckWriter) write(t *testing.T, st *ducktest.Store, query string, keyLen int, opts string) storageid.ID {
 	t.Helper()
 	key := make([]byte, keyLen)
 	rand.Read(key)
@@ -181,40 +172,8 @@ func (d *duckWriter) write(t *testing.T, st *store, query string, keyLen int, op
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(t.TempDir(), "duckdb.parquet")
-	copyOpts := "ENCRYPTION_CONFIG {footer_key_value: from_base64('" + base64.StdEncoding.EncodeToString(key) + "')}"
-	if opts != "" {
-		copyOpts += ", " + opts
-	}
-	exec(t, d.db, "COPY ("+query+") TO "+sqlString(tmp)+" ("+copyOpts+")")
-	return st.importBytes(t, readFile(t, tmp), dek)
-}
-
-// duckFieldIDs returns the FIELD_IDS option giving DuckDB the field IDs
-// the named columns of schema carry, nested ones included, and more.
-func duckFieldIDs(schema *arrow.Schema, cols []string, more ...string) string {
-	var parts []string
-	for _, c := range cols {
-		f, _ := schema.FieldsByName(c)
-		parts = append(parts, c+": "+duckFieldID(f[0]))
-	}
-	return "FIELD_IDS {" + strings.Join(append(parts, more...), ", ") + "}"
-}
-
-func duckFieldID(f arrow.Field) string {
-	id, _ := f.Metadata.GetValue(writer.FieldIDKey)
-	switch dt := f.Type.(type) {
-	case *arrow.MapType:
-		return fmt.Sprintf("{__duckdb_field_id: %s, key: %s, value: %s}", id, duckFieldID(dt.KeyField()), duckFieldID(dt.ItemField()))
-	case *arrow.ListType:
-		return fmt.Sprintf("{__duckdb_field_id: %s, element: %s}", id, duckFieldID(dt.ElemField()))
-	case *arrow.StructType:
-		parts := []string{"__duckdb_field_id: " + id}
-		for _, c := range dt.Fields() {
-			parts = append(parts, c.Name+": "+duckFieldID(c))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
+	path := ducktest.CopyEncrypted(t, d.db, query, ducktest.FooterKeyValue(base64.StdEncoding.EncodeToString(key)), opts)
+	id, _ := st.ImportFile(t, path, dek)
 	return id
 }
 
@@ -225,18 +184,18 @@ func duckFieldID(f arrow.Field) string {
 // written, so this column is compared with the written record, not with
 // read_parquet.
 func TestDecimal256(t *testing.T) {
-	g := fieldIDs{}
+	g := testtables.FieldIDs{}
 	schema := arrow.NewSchema([]arrow.Field{g.Field("dec40", &arrow.Decimal256Type{Precision: 40, Scale: 3})}, nil)
-	rec := makeRecord(schema, 500, 7)
+	rec := testtables.Record(schema, 500, 7)
 	defer rec.Release()
-	st := newStore(t)
-	id := st.write(t, schema, []arrow.RecordBatch{rec}).StorageID
+	st := ducktest.NewStore(t)
+	id := st.Write(t, schema, []arrow.RecordBatch{rec}).StorageID
 	db, nativeDB := openDB(t, st, st).SQL(), openNative(t, 0)
 	describe := func(db *sql.DB, from string) [][]any {
-		return query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")")
+		return ducktest.MustQuery(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+from+")")
 	}
 	compareRows(t, "DESCRIBE", describe(nativeDB, nativeScan(st, id)), describe(db, sopScan(id)))
-	got := query(t, db, "SELECT * FROM "+sopScan(id))
+	got := ducktest.MustQuery(t, db, "SELECT * FROM "+sopScan(id))
 	col := rec.Column(0).(*array.Decimal256)
 	want := make([][]any, col.Len())
 	for i := range want {
@@ -250,6 +209,6 @@ func TestDecimal256(t *testing.T) {
 		}
 	}
 	compareRows(t, "sop_scan", want, got)
-	native := query(t, nativeDB, "SELECT * FROM "+nativeScan(st, id)+" LIMIT 3")
+	native := ducktest.MustQuery(t, nativeDB, "SELECT * FROM "+nativeScan(st, id)+" LIMIT 3")
 	t.Logf("written %v, sop_scan %v, read_parquet %v", want[:3], got[:3], native)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -37,10 +38,10 @@ const childMarker = "CHILD-RESULT "
 // two row groups) in a DB of its own, and prints the result for the
 // parent.
 func runChildQuery(t *testing.T, q string) {
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	rec := customers(100)
 	defer rec.Release()
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(50)).StorageID
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(50)).StorageID
 	db := openDB(t, st, st)
 	res, err := db.Query(context.Background(), strings.ReplaceAll(q, "ID", id.String()))
 	var r childResult
@@ -206,12 +207,12 @@ func TestLockDown(t *testing.T) {
 	if err := os.WriteFile(host, []byte("secret\nhost file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	rec := customers(1000)
 	defer rec.Release()
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
 	db := openDB(t, st, st, WithDSN(fmt.Sprintf("?home_directory=%s&custom_extension_repository=http://%s", home, ln.Addr())))
-	path := func(name string) string { return sqlString(filepath.Join(dir, name)) }
+	path := func(name string) string { return ducktest.SQLString(filepath.Join(dir, name)) }
 	for _, c := range []struct{ q, want string }{
 		{"SET temp_directory = " + path("spill"), "the configuration has been locked"},
 		{"SET GLOBAL temp_directory = " + path("spill"), "the configuration has been locked"},
@@ -229,14 +230,14 @@ func TestLockDown(t *testing.T) {
 		{"COPY (SELECT * FROM " + sopScan(id) + ") TO " + path("out.csv"), "Permission Error"},
 		{"COPY (SELECT * FROM " + sopScan(id) + ") TO " + path("out.parquet") + " (FORMAT parquet)", "Permission Error"},
 		{"EXPORT DATABASE " + path("export"), "Permission Error"},
-		{"SELECT * FROM read_csv(" + sqlString(host) + ")", "Permission Error"},
-		{"SELECT * FROM read_text(" + sqlString(host) + ")", "Permission Error"},
+		{"SELECT * FROM read_csv(" + ducktest.SQLString(host) + ")", "Permission Error"},
+		{"SELECT * FROM read_text(" + ducktest.SQLString(host) + ")", "Permission Error"},
 		{"SELECT * FROM glob(" + path("*") + ")", "Permission Error"},
 		{"ATTACH " + path("attached.db"), "Permission Error"},
 		{"INSTALL httpfs", "Permission Error"},
 		{"FORCE INSTALL json", "Permission Error"},
 		{"LOAD httpfs", "Permission Error"},
-		{"LOAD " + sqlString(host), "Permission Error"},
+		{"LOAD " + ducktest.SQLString(host), "Permission Error"},
 		{"CREATE PERSISTENT SECRET s (TYPE http, BEARER_TOKEN 'x')", "Persistent secrets are disabled"},
 	} {
 		_, err := db.Query(context.Background(), c.q)
@@ -292,14 +293,14 @@ func TestNoSpill(t *testing.T) {
 	cwd := t.TempDir()
 	t.Chdir(cwd)
 	spill := t.TempDir()
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	db := openDB(t, st, st, WithMemoryLimit(16<<20), WithThreads(1))
 	sort := "SELECT count(*) FROM (SELECT i, hash(i) AS h FROM range(4000000) t(i) ORDER BY h)"
 	_, err := db.Query(context.Background(), sort)
 	if err == nil || !strings.Contains(err.Error(), "Out of Memory Error") {
 		t.Errorf("%s: %v, want an Out of Memory Error", sort, err)
 	}
-	_, err = db.Query(context.Background(), "SET temp_directory = "+sqlString(spill)+"; "+sort)
+	_, err = db.Query(context.Background(), "SET temp_directory = "+ducktest.SQLString(spill)+"; "+sort)
 	if err == nil || !strings.Contains(err.Error(), "the configuration has been locked") {
 		t.Errorf("SET temp_directory: %v, want it refused", err)
 	}
@@ -317,9 +318,9 @@ func TestNoSpill(t *testing.T) {
 // TestOptions: bad values of WithThreads and WithMemoryLimit are refused
 // with ErrOption, as is LockDown without a connection.
 func TestOptions(t *testing.T) {
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	for _, o := range []Option{WithThreads(0), WithThreads(-1), WithMemoryLimit(0), WithMemoryLimit(-5)} {
-		if db, err := Open(context.Background(), st, st.keys, o); !errors.Is(err, ErrOption) {
+		if db, err := Open(context.Background(), st, st.Keys, o); !errors.Is(err, ErrOption) {
 			if db != nil {
 				db.Close()
 			}
@@ -342,12 +343,12 @@ const childLoggingEnv = "SOPSQL_TEST_CHILD_LOGGING"
 // child process, so that an abort fails the test). No log file is written.
 func TestLoggingDoesNotAbort(t *testing.T) {
 	if dir, ok := os.LookupEnv(childLoggingEnv); ok {
-		st := newStore(t)
-		db, err := Open(context.Background(), st, st.keys)
+		st := ducktest.NewStore(t)
+		db, err := Open(context.Background(), st, st.Keys)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = db.Query(context.Background(), "CALL enable_logging(storage := 'file', storage_path := "+sqlString(filepath.Join(dir, "logs"))+")")
+		_, err = db.Query(context.Background(), "CALL enable_logging(storage := 'file', storage_path := "+ducktest.SQLString(filepath.Join(dir, "logs"))+")")
 		fmt.Printf("\n%senable_logging: %v\n", childMarker, err)
 		_, err = db.Query(context.Background(), "SELECT 42")
 		fmt.Printf("\n%sSELECT 42: %v\n", childMarker, err)

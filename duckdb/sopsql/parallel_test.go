@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
@@ -57,8 +58,8 @@ func TestParallelRowGroups(t *testing.T) {
 	const rows, rgRows = 160_000, 20_000
 	rec := customers(rows)
 	defer rec.Release()
-	st := newStore(t)
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rgRows)).StorageID
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rgRows)).StorageID
 	for _, threads := range []int{1, 2} {
 		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
 			db := openDB(t, st, st, WithThreads(threads))
@@ -70,7 +71,7 @@ func TestParallelRowGroups(t *testing.T) {
 			if err := duckdb.RegisterScalarUDF(conn, "tid", &threadID{seen: map[int]bool{}}); err != nil {
 				t.Fatal(err)
 			}
-			got := query(t, db.SQL(), "SELECT count(*), count(DISTINCT id), sum(id)::BIGINT, count(DISTINCT tid(id)) FROM "+sopScan(id))
+			got := ducktest.MustQuery(t, db.SQL(), "SELECT count(*), count(DISTINCT id), sum(id)::BIGINT, count(DISTINCT tid(id)) FROM "+sopScan(id))
 			want := [][]any{{int64(rows), int64(rows), int64(rows * (rows - 1) / 2), int64(threads)}}
 			compareRows(t, "rows and threads", want, got)
 		})
@@ -80,14 +81,14 @@ func TestParallelRowGroups(t *testing.T) {
 // TestArguments: bad arguments and unknown objects fail the bind with
 // typed errors, through DB.Query.
 func TestArguments(t *testing.T) {
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	rec := customers(100)
 	defer rec.Release()
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(50)).StorageID
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(50)).StorageID
 	var unknown storageid.ID
 	unknown[0] = 1
-	noKey := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
-	delete(st.keys, noKey)
+	noKey := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
+	delete(st.Keys, noKey)
 	db := openDB(t, st, st)
 	for _, c := range []struct {
 		args string
@@ -130,8 +131,8 @@ func TestEarlyStop(t *testing.T) {
 	const rows = 100_000
 	rec := customers(rows)
 	defer rec.Release()
-	st := newStore(t)
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4)).StorageID
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4)).StorageID
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	dbs := map[int]*DB{}
 	for _, threads := range []int{1, 2} {
@@ -167,11 +168,11 @@ func TestEarlyStop(t *testing.T) {
 func TestEmptyObject(t *testing.T) {
 	rec := customers(0)
 	defer rec.Release()
-	st := newStore(t)
-	id := st.write(t, rec.Schema(), nil).StorageID
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), nil).StorageID
 	db := openDB(t, st, st).SQL()
 	compareRows(t, "DESCRIBE", [][]any{{"id", "BIGINT"}, {"customer", "VARCHAR"}},
-		query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+sopScan(id)+")"))
-	compareRows(t, "count", [][]any{{int64(0)}}, query(t, db, "SELECT count(*) FROM "+sopScan(id)))
-	compareRows(t, "rows", nil, query(t, db, "SELECT * FROM "+sopScan(id)))
+		ducktest.MustQuery(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+sopScan(id)+")"))
+	compareRows(t, "count", [][]any{{int64(0)}}, ducktest.MustQuery(t, db, "SELECT count(*) FROM "+sopScan(id)))
+	compareRows(t, "rows", nil, ducktest.MustQuery(t, db, "SELECT * FROM "+sopScan(id)))
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
@@ -22,27 +24,15 @@ type layout struct {
 	chunks [][]pme.Span // by row group and leaf column
 }
 
-func layoutOf(t testing.TB, st *store, id storageid.ID) layout {
+func layoutOf(t testing.TB, st *ducktest.Store, id storageid.ID) layout {
 	t.Helper()
-	data := st.bytes(t, id)
-	flen, err := pme.ParseTrailer(data[len(data)-pme.TrailerSize:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataEnd := len(data) - pme.TrailerSize - int(flen)
-	tail, err := pme.ParseFooterRegion(data[dataEnd : len(data)-pme.TrailerSize])
-	if err != nil {
-		t.Fatal(err)
-	}
-	footer, err := pme.OpenFooter(st.keys[id], tail.FooterBody)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := st.Bytes(t, id)
+	footer := ducktest.OpenFooter(t, data, st.Keys[id])
 	chunks, err := footer.ColumnChunks()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return layout{size: int64(len(data)), footer: int64(len(data) - dataEnd), chunks: chunks}
+	return layout{size: int64(len(data)), footer: int64(len(data) - footer.DataEnd), chunks: chunks}
 }
 
 // need returns the bytes of the given leaf columns' chunks and the footer
@@ -70,7 +60,7 @@ func sliceOverhead(size int64) int64 {
 func wideTable(n int) arrow.RecordBatch {
 	fields := make([]arrow.Field, 20)
 	for i := range fields {
-		fields[i] = arrow.Field{Name: "c" + strconv.Itoa(i+1), Type: arrow.PrimitiveTypes.Int64, Metadata: fid(i + 1)}
+		fields[i] = arrow.Field{Name: "c" + strconv.Itoa(i+1), Type: arrow.PrimitiveTypes.Int64, Metadata: testtables.FieldID(i + 1)}
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
 	defer b.Release()
@@ -92,8 +82,8 @@ func TestProjectionPushdown(t *testing.T) {
 	const rows = 40_000
 	rec := wideTable(rows)
 	defer rec.Release()
-	st := newStore(t)
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4), writer.WithCodec(writer.Uncompressed)).StorageID
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4), writer.WithCodec(writer.Uncompressed)).StorageID
 	l := layoutOf(t, st, id)
 	if len(l.chunks) != 4 || len(l.chunks[0]) != 20 {
 		t.Fatalf("layout: %d row groups of %d columns, want 4 of 20", len(l.chunks), len(l.chunks[0]))
@@ -121,7 +111,7 @@ func TestProjectionPushdown(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {
 			src.reset()
-			got := query(t, db, c.query)
+			got := ducktest.MustQuery(t, db, c.query)
 			fetched, slices := src.bytes.Load(), src.slices.Load()
 			need := l.need(c.cols...)
 			if c.cols == nil { // row groups 1 and 3 of column 3
@@ -142,7 +132,7 @@ func TestProjectionPushdown(t *testing.T) {
 		})
 	}
 	src.reset()
-	query(t, db, "SELECT * FROM "+sopScan(id))
+	ducktest.MustQuery(t, db, "SELECT * FROM "+sopScan(id))
 	if fetched := src.bytes.Load(); fetched < l.size {
 		t.Errorf("SELECT * fetched %d bytes of an object of %d", fetched, l.size)
 	}

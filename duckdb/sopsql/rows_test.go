@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/writer"
 )
 
 // TestQueryRows: QueryRows reads the rows Query returns, one at a time; a
 // bad query fails QueryRows itself with a *QueryError.
 func TestQueryRows(t *testing.T) {
-	st := newStore(t)
+	st := ducktest.NewStore(t)
 	rec := customers(5000)
 	defer rec.Release()
-	id := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(1000)).StorageID
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(1000)).StorageID
 	db := openDB(t, st, st)
 	q := "SELECT * FROM " + sopScan(id) + " ORDER BY id"
 	res, err := db.Query(context.Background(), q)

@@ -18,7 +18,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testtables"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
@@ -38,19 +40,7 @@ import (
 // object is valid ciphertext under a new storage_id.
 func lieFooter(t *testing.T, data []byte, dek pme.DEK, rows int64, stats func(col int) *thrift.Struct) []byte {
 	t.Helper()
-	flen, err := pme.ParseTrailer(data[len(data)-pme.TrailerSize:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataEnd := len(data) - pme.TrailerSize - int(flen)
-	tail, err := pme.ParseFooterRegion(data[dataEnd : len(data)-pme.TrailerSize])
-	if err != nil {
-		t.Fatal(err)
-	}
-	footer, err := pme.OpenFooter(dek, tail.FooterBody)
-	if err != nil {
-		t.Fatal(err)
-	}
+	footer := ducktest.OpenFooter(t, data, dek)
 	meta, err := thrift.DecodeExact(footer.Append(nil), thrift.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +75,9 @@ func lieFooter(t *testing.T, data []byte, dek pme.DEK, rows int64, stats func(co
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := append([]byte(nil), data[:dataEnd+tail.CryptoLen]...)
+	out := append([]byte(nil), data[:footer.DataEnd+footer.Tail.CryptoLen]...)
 	out = append(out, sealed...)
-	out, err = pme.AppendTrailer(out, tail.CryptoLen+len(sealed))
+	out, err = pme.AppendTrailer(out, footer.Tail.CryptoLen+len(sealed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +101,8 @@ func TestFooterIsNotAnAnswer(t *testing.T) {
 	const rows = 30_000
 	rec := benchdata.Record(rows, 5) // id 0..rows-1, x, s, ts, ok with 5 % nulls
 	defer rec.Release()
-	st := newStore(t)
-	obj := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/3))
+	st := ducktest.NewStore(t)
+	obj := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/3))
 	stats := func(col int) *thrift.Struct {
 		s := thrift.NewStruct(thrift.Field{ID: 3, Value: thrift.I64(0)})
 		switch col {
@@ -160,7 +150,7 @@ func TestFooterIsNotAnAnswer(t *testing.T) {
 		{"row counts and statistics", 7, true},
 	} {
 		t.Run(lie.name, func(t *testing.T) {
-			id := st.importBytes(t, lieFooter(t, st.bytes(t, obj.StorageID), obj.DEK, lie.rows, stats), obj.DEK)
+			id := st.Import(t, lieFooter(t, st.Bytes(t, obj.StorageID), obj.DEK, lie.rows, stats), obj.DEK)
 			for _, c := range queries {
 				res, err := db.Query(context.Background(), c.sql(id))
 				if err != nil {
@@ -179,7 +169,7 @@ func TestFooterIsNotAnAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read_parquet: %v", err)
 			}
-			if len(native) == 1 && sameValue(native[0][0], queries[0].want[0][0]) && sameValue(native[0][5], okCount) {
+			if len(native) == 1 && ducktest.SameBits(native[0][0], queries[0].want[0][0]) && ducktest.SameBits(native[0][5], okCount) {
 				t.Errorf("read_parquet answered %v from the lying footer, the truth: the lie tests nothing", native)
 			}
 			t.Logf("read_parquet over the lying footer: %v; the rows: %v", native, queries[0].want)
@@ -223,8 +213,8 @@ func swapPages(t *testing.T, data []byte, c pme.Span, a, b int) []byte {
 // fixed length, so that the data pages of a column chunk have equal sizes.
 func customers(n int) arrow.RecordBatch {
 	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(1)},
-		{Name: "customer", Type: arrow.BinaryTypes.String, Metadata: fid(2)},
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: testtables.FieldID(1)},
+		{Name: "customer", Type: arrow.BinaryTypes.String, Metadata: testtables.FieldID(2)},
 	}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
@@ -284,13 +274,13 @@ func TestRearrangedObject(t *testing.T) {
 	const rows, rgRows = 100_000, 25_000
 	rec := customers(rows)
 	defer rec.Release()
-	st := newStore(t)
-	obj := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rgRows),
+	st := ducktest.NewStore(t)
+	obj := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rgRows),
 		writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false), writer.WithDataPageSize(1<<10))
 	id := obj.StorageID
 	l := layoutOf(t, st, id)
-	damaged := swapPages(t, st.bytes(t, id), l.chunks[2][1], 0, 1)
-	if err := os.WriteFile(st.path(id), damaged, 0o644); err != nil {
+	damaged := swapPages(t, st.Bytes(t, id), l.chunks[2][1], 0, 1)
+	if err := os.WriteFile(st.Path(id), damaged, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	db := openDB(t, st, st)
@@ -342,7 +332,7 @@ func TestRearrangedObject(t *testing.T) {
 	}
 
 	// DuckDB's own reader: every row, no error, wrong customers.
-	got := query(t, openNative(t, 0), "SELECT id, customer FROM "+nativeScan(st, id)+" ORDER BY id")
+	got := ducktest.MustQuery(t, openNative(t, 0), "SELECT id, customer FROM "+nativeScan(st, id)+" ORDER BY id")
 	if len(got) != rows {
 		t.Fatalf("read_parquet returned %d rows, want %d", len(got), rows)
 	}
@@ -376,18 +366,18 @@ func TestProjectionIsNotVerification(t *testing.T) {
 	const rows = 20_000
 	rec := customers(rows)
 	defer rec.Release()
-	st := newStore(t)
-	intact := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
-	obj := st.write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/2),
+	st := ducktest.NewStore(t)
+	intact := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
+	obj := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/2),
 		writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false)).StorageID
 	l := layoutOf(t, st, obj)
-	data := st.bytes(t, obj)
+	data := st.Bytes(t, obj)
 	c := l.chunks[0][1] // customer, row group 0: far from the id chunks' 16 KiB groups
 	if c.Len < 3*verify.GroupSize {
 		t.Fatalf("customer chunk of %d bytes: too short to damage away from its neighbours", c.Len)
 	}
 	data[c.Off+c.Len/2] ^= 0x01
-	if err := os.WriteFile(st.path(obj), data, 0o644); err != nil {
+	if err := os.WriteFile(st.Path(obj), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	db := openDB(t, st, st)
@@ -417,7 +407,7 @@ func TestProjectionIsNotVerification(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sop_verify of an intact object: %v", err)
 	}
-	compareRows(t, "sop_verify", [][]any{{intact.String(), int64(len(st.bytes(t, intact))), true}}, res.Rows)
+	compareRows(t, "sop_verify", [][]any{{intact.String(), int64(len(st.Bytes(t, intact))), true}}, res.Rows)
 	if err := db.Verify(ctx, intact); err != nil {
 		t.Errorf("DB.Verify of an intact object: %v", err)
 	}

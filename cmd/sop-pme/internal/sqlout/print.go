@@ -220,18 +220,15 @@ func jsonString(b *bytes.Buffer, s string) {
 // arrays, structs and maps as objects (map keys as their text), JSON as it
 // is, everything else as its text.
 func jsonValue(b *bytes.Buffer, v any, t *sqlType) {
-	if t == nil {
-		t = &sqlType{}
+	if v == nil {
+		b.WriteString("null")
+		return
 	}
-	if t.name == "JSON" && v != nil {
-		if j, err := json.Marshal(v); err == nil {
-			b.Write(j)
-			return
-		}
+	t = orNone(t)
+	if writeParsedJSON(b, v, t) {
+		return
 	}
 	switch v := v.(type) {
-	case nil:
-		b.WriteString("null")
 	case bool, int8, int16, int32, int64, int, uint8, uint16, uint32, uint64, *big.Int:
 		b.WriteString(valueText(v, t))
 	case float32:
@@ -246,24 +243,29 @@ func jsonValue(b *bytes.Buffer, v any, t *sqlType) {
 		b.WriteString(s)
 	case duckdb.Union:
 		jsonValue(b, v.Value, unionMember(t, v.Tag))
-	case []any:
-		writeSeq(b, "[", ",", "]", len(v), func(i int) { jsonValue(b, v[i], t.elem) })
-	case map[string]any:
-		fields := structFields(v, t)
-		writeSeq(b, "{", ",", "}", len(fields), func(i int) {
-			jsonString(b, fields[i].name)
-			b.WriteByte(':')
-			jsonValue(b, v[fields[i].name], fields[i].typ)
-		})
-	case duckdb.OrderedMap:
-		keys, vals := v.Keys(), v.Values()
-		writeSeq(b, "{", ",", "}", len(keys), func(i int) {
-			jsonString(b, valueText(keys[i], t.key))
-			b.WriteByte(':')
-			jsonValue(b, vals[i], t.value)
-		})
+	case []any, map[string]any, duckdb.OrderedMap:
+		writeComposite(b, v, t, jsonEntries(b))
 	default:
 		jsonString(b, valueText(v, t))
+	}
+}
+
+// jsonEntries writes the entries of a list, struct or map as JSON: lists as
+// arrays, structs and maps as objects (map keys as their text).
+func jsonEntries(b *bytes.Buffer) entries {
+	value := func(v any, t *sqlType) { jsonValue(b, v, t) }
+	return entries{
+		sep: ",",
+		key: func(k any, t *sqlType) {
+			jsonString(b, valueText(k, t))
+			b.WriteByte(':')
+		},
+		field: func(name string) {
+			jsonString(b, name)
+			b.WriteByte(':')
+		},
+		elem:  value,
+		value: value,
 	}
 }
 

@@ -29,15 +29,9 @@ func valueText(v any, t *sqlType) string {
 }
 
 func writeText(b *strings.Builder, v any, t *sqlType) {
-	if t == nil {
-		t = &sqlType{}
-	}
-	if t.name == "JSON" && v != nil {
-		// duckdb-go hands JSON over parsed; this is its compact text.
-		if j, err := json.Marshal(v); err == nil {
-			b.Write(j)
-			return
-		}
+	t = orNone(t)
+	if writeParsedJSON(b, v, t) {
+		return
 	}
 	switch v := v.(type) {
 	case nil:
@@ -72,28 +66,85 @@ func writeText(b *strings.Builder, v any, t *sqlType) {
 	case duckdb.Union:
 		m := unionMember(t, v.Tag)
 		writeText(b, v.Value, m)
+	case []any, map[string]any, duckdb.OrderedMap:
+		writeComposite(b, v, t, textEntries(b, t))
+	default:
+		fmt.Fprint(b, v)
+	}
+}
+
+// orNone returns t, or a type without a name if t is nil (a value whose
+// type is not known).
+func orNone(t *sqlType) *sqlType {
+	if t == nil {
+		return &sqlType{}
+	}
+	return t
+}
+
+// writeParsedJSON writes v as its compact JSON text if t is DuckDB's JSON type
+// (duckdb-go hands JSON over parsed), and reports whether it did.
+func writeParsedJSON(w io.Writer, v any, t *sqlType) bool {
+	if t.name != "JSON" || v == nil {
+		return false
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	w.Write(j)
+	return true
+}
+
+// entries says how writeComposite writes the entries of a list, a struct
+// or a map: as DuckDB's text (textEntries) or as JSON (jsonEntries).
+type entries struct {
+	sep   string                  // between entries
+	elem  func(v any, t *sqlType) // an element of a list
+	field func(name string)       // the name of a struct's field, and what follows it
+	key   func(k any, t *sqlType) // the key of a map's entry, and what follows it
+	value func(v any, t *sqlType) // the value of a field or of a map's entry
+}
+
+// writeComposite writes v, a list, a struct or a map, of type t.
+func writeComposite(b io.StringWriter, v any, t *sqlType, e entries) {
+	switch v := v.(type) {
 	case []any:
-		elem := writeNested
-		if t.name == "ARRAY" {
-			elem = writeText // DuckDB quotes no element of an ARRAY
-		}
-		writeSeq(b, "[", ", ", "]", len(v), func(i int) { elem(b, v[i], t.elem) })
+		writeSeq(b, "[", e.sep, "]", len(v), func(i int) { e.elem(v[i], t.elem) })
 	case map[string]any:
 		fields := structFields(v, t)
-		writeSeq(b, "{", ", ", "}", len(fields), func(i int) {
-			writeQuoted(b, fields[i].name)
-			b.WriteString(": ")
-			writeNested(b, v[fields[i].name], fields[i].typ)
+		writeSeq(b, "{", e.sep, "}", len(fields), func(i int) {
+			e.field(fields[i].name)
+			e.value(v[fields[i].name], fields[i].typ)
 		})
 	case duckdb.OrderedMap:
 		keys, vals := v.Keys(), v.Values()
-		writeSeq(b, "{", ", ", "}", len(keys), func(i int) {
-			writeNested(b, keys[i], t.key)
-			b.WriteByte('=')
-			writeNested(b, vals[i], t.value)
+		writeSeq(b, "{", e.sep, "}", len(keys), func(i int) {
+			e.key(keys[i], t.key)
+			e.value(vals[i], t.value)
 		})
-	default:
-		fmt.Fprint(b, v)
+	}
+}
+
+// textEntries writes the entries of a list, struct or map of type t as
+// DuckDB's text does: "[a, b]", "{'name': v}", "{k=v}".
+func textEntries(b *strings.Builder, t *sqlType) entries {
+	elem := writeNested
+	if t.name == "ARRAY" {
+		elem = writeText // DuckDB quotes no element of an ARRAY
+	}
+	return entries{
+		sep:  ", ",
+		elem: func(v any, t *sqlType) { elem(b, v, t) },
+		field: func(name string) {
+			writeQuoted(b, name)
+			b.WriteString(": ")
+		},
+		key: func(k any, t *sqlType) {
+			writeNested(b, k, t)
+			b.WriteByte('=')
+		},
+		value: func(v any, t *sqlType) { writeNested(b, v, t) },
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -93,7 +94,7 @@ func run(corpus string) error {
 		r.FileRead = status(ferr)
 		if r.Sealed {
 			key := base64.StdEncoding.EncodeToString(obj.DEK.Bytes())
-			got, oerr := duckRows(path, "{footer_key_value: from_base64('"+key+"')}")
+			got, oerr := duckRows(path, ducktest.FooterKeyValue(key))
 			r.ObjRead = status(oerr)
 			if oerr == nil {
 				objOK++
@@ -147,30 +148,17 @@ func duckRows(path, encryption string) ([]string, error) {
 	if encryption != "" {
 		encryption = ", encryption_config = " + encryption
 	}
-	q := "SELECT COLUMNS(* EXCLUDE (file_row_number))::VARCHAR FROM read_parquet('" + strings.ReplaceAll(path, "'", "''") + "'" + encryption +
+	q := "SELECT COLUMNS(* EXCLUDE (file_row_number))::VARCHAR FROM read_parquet(" + ducktest.SQLString(path) + encryption +
 		", file_row_number = true) ORDER BY file_row_number"
-	rows, err := db.Query(q)
+	_, rows, err := ducktest.Query(db, q)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
+	out := make([]string, len(rows))
+	for i, row := range rows {
+		out[i] = fmt.Sprintf("%#v", row) // a NULL (nil) apart from any text
 	}
-	var out []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		out = append(out, fmt.Sprint(vals))
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func status(err error) string {
