@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -302,7 +303,7 @@ func TestReaderReadsDuckDBFiles(t *testing.T) {
 				if c.native {
 					want["dec4"] = 1000
 				}
-				if got := fieldIDsOf(t, r.Schema()); !mapsEqual(got, want) {
+				if got := fieldIDsOf(t, r.Schema()); !maps.Equal(got, want) {
 					t.Errorf("field IDs in the reader's schema:\n%v\nwant (FIELD_IDS):\n%v", got, want)
 				}
 			}
@@ -359,18 +360,6 @@ func TestReaderReadsDuckDBFiles(t *testing.T) {
 			checkDuckDBReport(t, d.st, f, c.fieldIDs)
 		})
 	}
-}
-
-func mapsEqual(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestReaderReadsDuckDBMultiPage reads a file in which DuckDB wrote column

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,7 +60,7 @@ func TestDuckDBTypesKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := describe(t, db, obj.path, ducktest.FooterKeyValue(keyBase64(obj))); !mapsEqualString(got, want) {
+			if got := describe(t, db, obj.path, ducktest.FooterKeyValue(keyBase64(obj))); !maps.Equal(got, want) {
 				t.Errorf("the sealed object: %v, the file: %v", got, want)
 			}
 			r, err := reader.Open(ctx, st, obj.StorageID, ducktest.Keys{obj.StorageID: obj.DEK})
@@ -91,22 +92,10 @@ func TestDuckDBTypesKept(t *testing.T) {
 			if err := os.WriteFile(out, buf.Bytes(), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if got := describe(t, db, out, ""); !mapsEqualString(got, want) {
+			if got := describe(t, db, out, ""); !maps.Equal(got, want) {
 				t.Errorf("written back from the reader: %v, the file: %v", got, want)
 			}
 			t.Logf("DuckDB reads %v", want)
 		})
 	}
-}
-
-func mapsEqualString(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -223,7 +224,7 @@ func checkObjectAgainst(t *testing.T, st *ducktest.Store, in string, obj object,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, g := fieldIDsOf(t, wantIDs), fieldIDsOf(t, r.Schema()); !mapsEqual(w, g) || len(w) == 0 {
+	if w, g := fieldIDsOf(t, wantIDs), fieldIDsOf(t, r.Schema()); !maps.Equal(w, g) || len(w) == 0 {
 		t.Errorf("field IDs of the object:\n%v\nAssignFieldIDs of the file's schema:\n%v", g, w)
 	}
 }
@@ -337,7 +338,7 @@ func TestSealDuckDBFiles(t *testing.T) {
 			checkSealed(t, d.st, in, obj)
 			if c.fieldIDs {
 				r := openReader(t, d.st, obj.StorageID, obj.DEK)
-				if w, g := fieldIDsOf(t, arrow.NewSchema(ducktest.Columns(c.cols...), nil)), fieldIDsOf(t, r.Schema()); !mapsEqual(w, g) {
+				if w, g := fieldIDsOf(t, arrow.NewSchema(ducktest.Columns(c.cols...), nil)), fieldIDsOf(t, r.Schema()); !maps.Equal(w, g) {
 					t.Errorf("field IDs: %v, FIELD_IDS gave %v", g, w)
 				}
 			}
