@@ -3,6 +3,13 @@ GO ?= go
 CARGO_TARGET_DIR ?= $(HOME)/.cache/sop-pme/cargo-target
 export CARGO_TARGET_DIR
 
+# go.work makes the three modules (the library at the root, ./duckdb and
+# ./cmd/sop-pme) one workspace, for editors and for go commands run from the
+# root. make builds and tests each module with its own go.mod instead
+# (GOWORK=off): the versions its users get, and ./... of the root is the
+# library alone. vet also checks that the workspace builds.
+export GOWORK := off
+
 .DEFAULT_GOAL := test
 .PHONY: demo test vet unit purego interop sql cli bench fuzz corpus
 
@@ -15,15 +22,15 @@ demo:
 	./bin/sop-pme demo --store ./demo-store
 
 # go vet, the unit tests with -race (fuzz targets run their seed corpora),
-# the pure-Go build, DuckDB interop, SQL through the verified reader, the
-# command line, and the iroh-blobs binding.
+# the pure-Go build, DuckDB interop, SQL through the verified reader (both
+# in the duckdb module), the command line, and the iroh-blobs binding.
 test: vet unit purego interop sql cli test-iroh
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags iroh ./blobs/iroh/...
-	cd interop && $(GO) vet ./...
-	cd sql && $(GO) vet ./...
+	cd duckdb && $(GO) vet ./...
+	GOWORK= $(GO) vet -tags duckdb ./... ./duckdb/... ./cmd/sop-pme/...
 
 unit:
 	$(GO) test -race -count=1 ./...
@@ -33,20 +40,23 @@ purego:
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 
+# The duckdb module (DuckDB is a cgo dependency, so it is a module of its
+# own): the interop suite against DuckDB 1.5.6 (duckdb/interop, and the
+# helpers its tests share with sopsql's, duckdb/internal), and package
+# sopsql, with which DuckDB queries objects through the verified reader.
 interop:
-	cd interop && $(GO) test -count=1 ./...
+	cd duckdb && $(GO) test -count=1 ./interop/... ./internal/...
 
-# sop_scan: DuckDB queries objects through the verified reader (a module of
-# its own, like interop: DuckDB is a cgo dependency).
 sql:
-	cd sql && $(GO) test -count=1 ./...
+	cd duckdb && $(GO) test -count=1 ./sopsql/...
 
 # The sop-pme command: a module of its own (cobra, progress bars, the KMS
 # drivers of gocloud.dev/secrets), tested end to end through its built
 # binary, and built without cgo. Its sql command needs -tags duckdb (DuckDB,
 # cgo): the untagged run tests that the pure-Go build has none and links no
 # DuckDB; the tagged run builds sop-pme with DuckDB once and runs the SQL
-# tests through it (the others test the untagged binary, already run above).
+# tests through it (the others test the untagged binary, already run above),
+# and tests the printer of the rows (internal/sqlout, tagged too).
 # The cgo-less build links the command and writes it nowhere: go build of
 # several packages (./...) discards what it builds, so no -o is needed (and
 # none points at a system path).
@@ -56,6 +66,7 @@ cli:
 	cd cmd/sop-pme && CGO_ENABLED=0 $(GO) build ./...
 	cd cmd/sop-pme && $(GO) vet -tags duckdb ./...
 	cd cmd/sop-pme && $(GO) test -tags duckdb -count=1 -run '^TestSQL' ./...
+	cd cmd/sop-pme && $(GO) test -tags duckdb -count=1 ./internal/sqlout/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -65,17 +76,17 @@ bench:
 #   git clone https://github.com/apache/parquet-testing /some/dir
 #   make corpus PARQUET_TESTING=/some/dir
 # Every file goes through sop-pme import --assign-field-ids, check, verify
-# and export, compared with pyarrow's read (interop/corpus/run.py; needs
-# python3 with pyarrow); then every file is sealed and DuckDB 1.5.6 reads
-# each object with its DEK, compared with its read of the file
-# (interop/corpus/duckcheck). One JSON line a file, then the counts.
+# and export, compared with pyarrow's read (duckdb/interop/corpus/run.py;
+# needs python3 with pyarrow); then every file is sealed and DuckDB 1.5.6
+# reads each object with its DEK, compared with its read of the file
+# (duckdb/interop/corpus/duckcheck). One JSON line a file, then the counts.
 PARQUET_TESTING ?=
 corpus:
 	@test -d "$(PARQUET_TESTING)" || { echo "usage: make corpus PARQUET_TESTING=/path/to/parquet-testing"; exit 2; }
 	$(GO) build -C cmd/sop-pme -o $(CURDIR)/bin/sop-pme .
 	work=$$(mktemp -d) && trap 'rm -rf "$$work"' EXIT && \
-		python3 interop/corpus/run.py $(CURDIR)/bin/sop-pme "$(PARQUET_TESTING)" "$$work"
-	cd interop && $(GO) run ./corpus/duckcheck "$(PARQUET_TESTING)"
+		python3 duckdb/interop/corpus/run.py $(CURDIR)/bin/sop-pme "$(PARQUET_TESTING)" "$$work"
+	cd duckdb && $(GO) run ./interop/corpus/duckcheck "$(PARQUET_TESTING)"
 
 FUZZTIME ?= 30s
 fuzz:

@@ -4,7 +4,7 @@ go 1.26.0
 
 replace github.com/sovm/sop-pme => ../..
 
-replace github.com/sovm/sop-pme/sql => ../../sql
+replace github.com/sovm/sop-pme/duckdb => ../../duckdb
 
 require (
 	github.com/apache/arrow-go/v18 v18.8.0
@@ -14,7 +14,7 @@ require (
 	github.com/klauspost/compress v1.19.2
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/sovm/sop-pme v0.0.0-00010101000000-000000000000
-	github.com/sovm/sop-pme/sql v0.0.0-00010101000000-000000000000
+	github.com/sovm/sop-pme/duckdb v0.0.0-00010101000000-000000000000
 	github.com/spf13/cobra v1.8.1
 	gocloud.dev v0.47.0
 	gocloud.dev/secrets/hashivault v0.45.0

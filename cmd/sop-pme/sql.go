@@ -9,12 +9,13 @@ import (
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
-	sopsql "github.com/sovm/sop-pme/sql"
+	"github.com/sovm/sop-pme/cmd/sop-pme/internal/sqlout"
+	"github.com/sovm/sop-pme/duckdb/sopsql"
 	"github.com/spf13/cobra"
 )
 
 // sqlBuilt says whether this build has the sql command: this one, built
-// with the duckdb tag, links DuckDB (cgo) through the sql module.
+// with the duckdb tag, links DuckDB (cgo) through the duckdb module.
 const sqlBuilt = true
 
 // sqlTableRows is how many rows a table shows on a terminal, as the DuckDB
@@ -28,7 +29,7 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	format, err := sopsql.ParseFormat(name)
+	format, err := sqlout.ParseFormat(name)
 	if err != nil {
 		return usagef("--format %q: one of table, csv, json", name)
 	}
@@ -40,7 +41,7 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 	if strings.TrimSpace(query) == "" {
 		return usagef("the query is empty")
 	}
-	p := sopsql.Printer{Format: format, MaxRows: f.maxRows, MaxWidth: f.maxWidth}
+	p := sqlout.Printer{Format: format, MaxRows: f.maxRows, MaxWidth: f.maxWidth}
 	if p.MaxRows < 0 {
 		p.MaxRows = 0
 		if a.stdoutTTY {

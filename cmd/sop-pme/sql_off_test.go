@@ -63,8 +63,9 @@ func TestSQLNotBuilt(t *testing.T) {
 }
 
 // TestSQLNotBuiltLinksNoDuckDB: the build without the duckdb tag, pure Go,
-// depends on no DuckDB package and not on the sql module; the build with
-// the tag does (so that the check can fail).
+// depends on no DuckDB package, not on the duckdb module and not on the
+// printer of its rows (sqlout); the build with the tag does (so that the
+// check can fail).
 func TestSQLNotBuiltLinksNoDuckDB(t *testing.T) {
 	deps := func(env []string, tags string) []string {
 		t.Helper()
@@ -77,13 +78,13 @@ func TestSQLNotBuiltLinksNoDuckDB(t *testing.T) {
 		return strings.Fields(string(out))
 	}
 	duck := func(p string) bool {
-		return strings.Contains(p, "duckdb") || p == "github.com/sovm/sop-pme/sql"
+		return strings.Contains(p, "duckdb") || strings.HasSuffix(p, "/sqlout")
 	}
 	if bad := slices.DeleteFunc(deps([]string{"CGO_ENABLED=0"}, ""), func(p string) bool { return !duck(p) }); len(bad) > 0 {
 		t.Errorf("the build without the duckdb tag depends on %v", bad)
 	}
 	tagged := deps(nil, "duckdb")
-	for _, want := range []string{"github.com/sovm/sop-pme/sql", "github.com/duckdb/duckdb-go/v2"} {
+	for _, want := range []string{"github.com/sovm/sop-pme/duckdb/sopsql", "github.com/sovm/sop-pme/cmd/sop-pme/internal/sqlout", "github.com/duckdb/duckdb-go/v2"} {
 		if !slices.Contains(tagged, want) {
 			t.Errorf("the build with the duckdb tag does not depend on %s", want)
 		}

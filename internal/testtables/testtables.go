@@ -130,6 +130,36 @@ func ArrowTypes() *arrow.Schema {
 	}, nil)
 }
 
+// ExtraTypes returns a schema with a column of each type that DuckDB's
+// SQL over objects (sop_scan) maps beyond those of AllTypes: float16,
+// times, fixed-size binary, large strings, null, timestamps in seconds and
+// in a time zone other than UTC, date64, small and all-fraction decimals,
+// and lists and structs nested in each other. Its field IDs start at 101.
+func ExtraTypes() *arrow.Schema {
+	g := FieldIDs{Last: 100}
+	f := g.Field
+	return arrow.NewSchema([]arrow.Field{
+		f("f16", arrow.FixedWidthTypes.Float16),
+		f("t32s", arrow.FixedWidthTypes.Time32s),
+		f("t32ms", arrow.FixedWidthTypes.Time32ms),
+		f("t64us", arrow.FixedWidthTypes.Time64us),
+		f("fsb", &arrow.FixedSizeBinaryType{ByteWidth: 5}),
+		f("ls", arrow.BinaryTypes.LargeString),
+		f("nul", arrow.Null),
+		f("ts_s", &arrow.TimestampType{Unit: arrow.Second}),
+		f("tstz_s", &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}),
+		f("tstz_ny", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}),
+		f("d64", arrow.FixedWidthTypes.Date64),
+		f("dec1", &arrow.Decimal128Type{Precision: 1, Scale: 0}),
+		f("dec4", &arrow.Decimal128Type{Precision: 4, Scale: 1}),
+		f("dec19", &arrow.Decimal128Type{Precision: 19, Scale: 19}),
+		f("l_l", arrow.ListOfField(f("element", arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int32))))),
+		f("l_st", arrow.ListOfField(f("element", arrow.StructOf(f("x", arrow.FixedWidthTypes.Date32), f("y", arrow.PrimitiveTypes.Float64))))),
+		f("st_l", arrow.StructOf(f("l", arrow.ListOfField(f("element", arrow.BinaryTypes.String))), f("ts", &arrow.TimestampType{Unit: arrow.Nanosecond}))),
+		f("m_i", arrow.MapOfWithMetadata(arrow.PrimitiveTypes.Int32, g.Next(), arrow.ListOfField(f("element", arrow.PrimitiveTypes.Int16)), g.Next())),
+	}, nil)
+}
+
 // Record returns n deterministic rows of schema, drawn with seed.
 func Record(schema *arrow.Schema, n int, seed uint64) arrow.RecordBatch {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))

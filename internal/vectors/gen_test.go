@@ -33,7 +33,7 @@ var update = flag.Bool("update", false, "rewrite the vectors in "+vectorDir)
 const vectorDir = "../../testdata/vectors"
 
 // foreignPrefix starts the names of the vectors that other generators
-// write (the DuckDB files come from the interop module).
+// write (the DuckDB files come from duckdb/interop).
 const foreignPrefix = "duckdb-"
 
 // TestGenerate builds every vector of this generator, checks that this
