@@ -91,7 +91,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFooterRegion -fuzztime $(FUZZTIME) ./pme
 	$(GO) test -run '^$$' -fuzz FuzzImportV1 -fuzztime $(FUZZTIME) ./keyring
 	$(GO) test -run '^$$' -fuzz FuzzDecodeSchema -fuzztime $(FUZZTIME) ./internal/arrowfb
-	$(GO) test -run '^$$' -fuzz FuzzPage -fuzztime $(FUZZTIME) ./internal/pagecheck
+	$(GO) test -run '^$$' -fuzz FuzzPage -fuzztime $(FUZZTIME) ./internal/pagebound/pagecheck
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/lz4hadoop
 
 include blobs/iroh/iroh.mk

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/sovm/sop-pme/internal/plainedit"
+	"github.com/sovm/sop-pme/internal/testkit/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"

@@ -4,11 +4,11 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// The test tables come from internal/testtables, which the library's test
+// The test tables come from internal/testkit/testtables, which the library's test
 // vectors share: a schema with one column of every type the suite covers,
 // and deterministic rows for it. Every column is nullable and gets nulls;
 // one row in every 64 (row%64 == testtables.AllNullRow), and the last row

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sovm/sop-pme/internal/memstore"
-	"github.com/sovm/sop-pme/internal/vectors"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/vectors"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/sovm/sop-pme/internal/codecbound"
-	"github.com/sovm/sop-pme/internal/pagecheck"
+	"github.com/sovm/sop-pme/internal/pagebound/codecbound"
+	"github.com/sovm/sop-pme/internal/pagebound/pagecheck"
 	"github.com/sovm/sop-pme/internal/thrift"
 )
 

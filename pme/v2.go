@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/sovm/sop-pme/internal/codecbound"
+	"github.com/sovm/sop-pme/internal/pagebound/codecbound"
 	"github.com/sovm/sop-pme/internal/thrift"
 )
 

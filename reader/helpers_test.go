@@ -7,14 +7,14 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// memStore is internal/memstore's in-memory store (a blobs.Store and a
+// memStore is internal/testkit/memstore's in-memory store (a blobs.Store and a
 // verify.Source that counts the bytes and slices it serves), under the
 // names these tests use.
 type memStore struct{ *memstore.Store }

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/sovm/sop-pme/internal/pqtypes"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )

@@ -13,8 +13,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/sovm/sop-pme/internal/benchdata"
-	"github.com/sovm/sop-pme/internal/vectors"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/vectors"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"

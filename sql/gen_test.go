@@ -4,11 +4,11 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// The test tables come from internal/testtables, which the library's tests,
+// The test tables come from internal/testkit/testtables, which the library's tests,
 // the test vectors and the interop suite share: a schema with one column of
 // every type the suite covers, and deterministic rows for any schema of
 // those types (extraTypesSchema adds more). Every column is nullable and

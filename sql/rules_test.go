@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
-	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/writer"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/sovm/sop-pme/internal/pagecheck"
+	"github.com/sovm/sop-pme/internal/pagebound/pagecheck"
 	"github.com/sovm/sop-pme/pme"
 )
 

@@ -5,7 +5,7 @@
 // fuzz key (32 zero bytes), and damaged variants. FuzzPlaintext's: objects
 // in the form hostile.Unseal gives (plaintext in place of each module's
 // ciphertext): valid ones of every codec and page version, and the hostile
-// cases of internal/hostile up to 128 KiB. Run from reader/:
+// cases of internal/testkit/hostile up to 128 KiB. Run from reader/:
 // go run testdata/gen.go
 package main
 
@@ -22,7 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/hostile"
+	"github.com/sovm/sop-pme/internal/testkit/hostile"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"

@@ -37,7 +37,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/sovm/sop-pme/internal/codecbound"
+	"github.com/sovm/sop-pme/internal/pagebound/codecbound"
 	"github.com/sovm/sop-pme/internal/thrift"
 )
 

@@ -16,11 +16,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/sovm/sop-pme/internal/benchdata"
-	"github.com/sovm/sop-pme/internal/hostile"
-	"github.com/sovm/sop-pme/internal/memstore"
-	"github.com/sovm/sop-pme/internal/testtables"
-	"github.com/sovm/sop-pme/internal/vectors"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/hostile"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/vectors"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/verify"
@@ -30,7 +30,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the vectors in "+vectorDir)
 
 // vectorDir is testdata/vectors at the root of the repository.
-const vectorDir = "../../testdata/vectors"
+const vectorDir = "../../../testdata/vectors"
 
 // foreignPrefix starts the names of the vectors that other generators
 // write (the DuckDB files come from the interop module).
@@ -42,7 +42,7 @@ const foreignPrefix = "duckdb-"
 // crypto/rand is made deterministic for each one (testing/cryptotest), and
 // the writer is otherwise deterministic. With -update it rewrites them:
 //
-//	go test ./internal/vectors -run TestGenerate -update
+//	go test ./internal/testkit/vectors -run TestGenerate -update
 func TestGenerate(t *testing.T) {
 	files := map[string][]byte{}
 	for _, c := range generated() {
@@ -403,7 +403,7 @@ func generated() []gcase {
 	}
 	// Objects a producer holding the DEK crafted: every module opens under
 	// the DEK and the bytes verify against the storage_id, but what they
-	// carry is hostile (internal/hostile). The reader fails with a typed
+	// carry is hostile (internal/testkit/hostile). The reader fails with a typed
 	// error, or reads them (its hostile part is one the reader ignores or
 	// bounds); the expected rows of the latter are what this reader
 	// returns, pinned.
@@ -417,7 +417,7 @@ func generated() []gcase {
 			id, ob := memstore.Outboard(data)
 			v := &vectors.Vector{ID: id, DEK: dek.Bytes(), Object: data, Outboard: ob,
 				Read: vectors.Outcome{Err: hc.Want}, Rule: "11.10 (a malicious producer holds the DEK): " + hc.Rule,
-				Comment: "crafted by internal/hostile, case " + hc.Name}
+				Comment: "crafted by internal/testkit/hostile, case " + hc.Name}
 			for _, r := range hc.Check {
 				v.Check.Fails = append(v.Check.Fails, r.String())
 			}

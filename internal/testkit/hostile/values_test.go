@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/sovm/sop-pme/internal/deltabp"
+	"github.com/sovm/sop-pme/internal/pagebound/deltabp"
 )
 
 // TestDBPEncode: what the cases' DELTA_BINARY_PACKED encoder writes reads

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/sovm/sop-pme/internal/deltabp"
+	"github.com/sovm/sop-pme/internal/pagebound/deltabp"
 )
 
 // Some of arrow-go's value decoders size plain Go allocations (outside the
