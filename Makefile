@@ -84,7 +84,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./keyring
 	$(GO) test -run '^$$' -fuzz FuzzPlaintext -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./reader
 	$(GO) test -run '^$$' -fuzz FuzzFooter -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
-	$(GO) test -run '^$$' -fuzz FuzzSeal -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
+	$(GO) test -run '^$$' -fuzz FuzzSeal -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/seal
+	$(GO) test -run '^$$' -fuzz FuzzStripForReading -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/seal
 	$(GO) test -run '^$$' -fuzz FuzzSealFile -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./writer
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./reader
 	$(GO) test -run '^$$' -fuzz FuzzOpenModules -fuzztime $(FUZZTIME) ./pme

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/internal/lz4hadoop"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/internal/testkit/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
@@ -61,14 +62,14 @@ func plainMeta(t *testing.T, path string) *metadata.FileMetaData {
 
 // readableMeta returns the options that make arrow-go read the footer of
 // the plaintext Parquet file f as Parquet readers must: without a
-// logicalType no reader knows (pme.Footer.DropUnknownLogicalTypes).
+// logicalType no reader knows (seal.Footer.DropUnknownLogicalTypes).
 func readableMeta(t *testing.T, f *os.File) []file.ReadOption {
 	t.Helper()
 	fi, err := f.Stat()
 	if err != nil {
 		t.Fatal(err)
 	}
-	footer, err := pme.ReadPlainFooter(f, fi.Size())
+	footer, err := seal.ReadPlainFooter(f, fi.Size())
 	if err != nil || footer.DropUnknownLogicalTypes() == 0 {
 		return nil
 	}
@@ -270,8 +271,8 @@ func checkObjectAgainst(t *testing.T, st *store, in string, obj object, sealed b
 	}
 }
 
-// objectFooter decrypts an object's footer.
-func objectFooter(t *testing.T, obj object) *pme.Footer {
+// objectFooter decrypts an object's footer, as an editable tree.
+func objectFooter(t *testing.T, obj object) *seal.Footer {
 	t.Helper()
 	data := obj.data
 	flen, err := pme.ParseTrailer(data[len(data)-pme.TrailerSize:])
@@ -282,7 +283,11 @@ func objectFooter(t *testing.T, obj object) *pme.Footer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := pme.OpenFooter(obj.DEK, tail.FooterBody)
+	plain, err := obj.DEK.Open(nil, tail.FooterBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := seal.DecodeFooter(plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +472,7 @@ func TestSealPyarrowFiles(t *testing.T) {
 		t.Fatalf("%d files in testdata/pyarrow (%v), want 8", len(files), err)
 	}
 	// An encoding arrow-go cannot read (TestSealerEncodingsDuckDBReads).
-	refused := map[string]error{"flba-delta-byte-array.parquet": pme.ErrEncoding}
+	refused := map[string]error{"flba-delta-byte-array.parquet": writer.ErrEncoding}
 	st := newStore(t)
 	pageIndexes := 0
 	for _, in := range files {
@@ -500,7 +505,7 @@ func TestSealPyarrowFiles(t *testing.T) {
 // here are its LZ4_RAW files with the footer saying LZ4 (bare blocks, as
 // older parquet-cpp wrote) and its uncompressed files with each page in
 // Hadoop's framing (parquet-mr). Before, the sealer refused them
-// (pme.ErrCodec) and import failed ("compression for LZ4 unimplemented";
+// (writer.ErrCodec) and import failed ("compression for LZ4 unimplemented";
 // parquet-testing's three LZ4 files).
 func TestSealLZ4Hadoop(t *testing.T) {
 	schema := allTypesSchema()
@@ -574,7 +579,7 @@ func TestSealLZ4Hadoop(t *testing.T) {
 }
 
 // md decodes a footer as arrow-go does.
-func md(t *testing.T, f *pme.Footer) *metadata.FileMetaData {
+func md(t *testing.T, f *seal.Footer) *metadata.FileMetaData {
 	t.Helper()
 	m, err := metadata.NewFileMetaData(f.Append(nil), nil)
 	if err != nil {

@@ -46,6 +46,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -73,7 +74,7 @@ type Writer struct {
 	dek     pme.DEK
 	pending blobs.Pending
 	out     *sink
-	sealer  *pme.Sealer
+	sealer  *seal.Sealer
 	pipe    *pipeline
 
 	rg        []arrow.RecordBatch // the open row group's records (retained slices)
@@ -131,7 +132,7 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 	// tail goes in one piece; the sink hands them to the store from a
 	// goroutine of its own.
 	w.out = newSink(pending)
-	w.sealer = pme.NewSealer(w.out, w.dek)
+	w.sealer = seal.NewSealer(w.out, w.dek)
 	w.pipe = newPipeline(schema, w.cfg, w.sealer)
 	// A Writer dropped without Close must not keep its goroutines or the
 	// staged bytes.
@@ -239,7 +240,7 @@ type Progress struct {
 	// RewrittenPages counts, in SealFile, the pages rewritten rather than
 	// sealed byte for byte: compressed DATA_PAGE_V2 pages as DATA_PAGE (V1)
 	// ones, and pages of the deprecated LZ4 codec as LZ4_RAW ones (see
-	// pme.Sealer.RewrittenPages). The Writer leaves it 0.
+	// seal.Sealer.RewrittenPages). The Writer leaves it 0.
 	RewrittenPages int64
 }
 

@@ -42,7 +42,7 @@ import (
 )
 
 // Errors of a Checker; the reader reports them as reader.ErrFormat and
-// reader.ErrMemoryLimit, the sealer as pme.ErrPlaintextParquet.
+// reader.ErrMemoryLimit, the sealer as seal.ErrPlaintextParquet.
 var (
 	// ErrPage reports a page that breaks one of the rules above.
 	ErrPage = errors.New("the page does not agree with its column chunk")

@@ -1,8 +1,9 @@
-package pme
+package seal
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/sovm/sop-pme/pme"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/sovm/sop-pme/internal/pagebound/codecbound"
@@ -12,8 +13,8 @@ import (
 // A compressed DATA_PAGE_V2 page cannot go into an object as it is: DuckDB
 // 1.5.6 reads its levels and its values from an encrypted file as two
 // modules, which no PME writer makes (Section 11.3's layout is one module a
-// page body; see ErrCompressedV2). A Sealer
-// rewrites such a page as the DATA_PAGE (V1) that holds the same values:
+// page body). A Sealer rewrites such a page as the
+// DATA_PAGE (V1) that holds the same values:
 //
 //	V2 body: repetition levels | definition levels | compress(values)
 //	V1 body: compress(u32 len | repetition levels | u32 len | definition levels | values)
@@ -26,42 +27,8 @@ import (
 // The new header keeps num_values, the encoding and the statistics; the
 // levels' encoding is RLE.
 
-// More parquet.thrift field IDs the rewrite reads and writes.
-const (
-	phDataPage = 5 // PageHeader.data_page_header
-
-	// DataPageHeader
-	dphNumValues   = 1
-	dphEncoding    = 2
-	dphDefEncoding = 3
-	dphRepEncoding = 4
-	dphStatistics  = 5
-
-	// DataPageHeaderV2
-	dph2NumValues  = 1
-	dph2Encoding   = 4
-	dph2DefLen     = 5
-	dph2RepLen     = 6
-	dph2Statistics = 8
-
-	// SchemaElement
-	seType       = 1
-	seTypeLength = 2
-	seRepetition = 3
-
-	// ColumnMetaData
-	cmdEncodings     = 2
-	cmdEncodingStats = 13
-
-	// PageEncodingStats
-	pesPageType = 1
-
-	pageData     = 0
-	encodingRLE  = 3
-	repRequired  = 0
-	repRepeated  = 2
-	levelsPrefix = 4 // V1's length prefix of each level section
-)
+// V1's length prefix of each level section.
+const levelsPrefix = 4
 
 // levels are a leaf column's maximum definition and repetition levels, and
 // its physical type and type_length (-1 if the schema element has none).
@@ -191,8 +158,8 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec, outCodec int3
 	if lv.def > 0 {
 		plainLen += levelsPrefix + len(def)
 	}
-	if plainLen > MaxPageSize {
-		return nil, nil, 0, fmt.Errorf("%w: a data page V2 of %d bytes rewritten as %d", ErrTooLarge, oldUsize, plainLen)
+	if plainLen > pme.MaxPageSize {
+		return nil, nil, 0, fmt.Errorf("%w: a data page V2 of %d bytes rewritten as %d", pme.ErrTooLarge, oldUsize, plainLen)
 	}
 	if cap(s.v1) < plainLen {
 		s.v1 = make([]byte, 0, plainLen)
@@ -220,16 +187,16 @@ func (s *Sealer) rewriteV2(hdr *thrift.Struct, body []byte, codec, outCodec int3
 	}
 	out = c.Encode(s.v1c[:cap(s.v1c)], v1)
 	clear(v1)
-	if len(out) > MaxPageSize {
+	if len(out) > pme.MaxPageSize {
 		clear(out)
-		return nil, nil, 0, fmt.Errorf("%w: a data page V2 rewritten as %d compressed bytes", ErrTooLarge, len(out))
+		return nil, nil, 0, fmt.Errorf("%w: a data page V2 rewritten as %d compressed bytes", pme.ErrTooLarge, len(out))
 	}
 
 	dp := thrift.NewStruct(
 		thrift.Field{ID: dphNumValues, Value: thrift.I32(numValues)},
 		thrift.Field{ID: dphEncoding, Value: thrift.I32(encoding)},
-		thrift.Field{ID: dphDefEncoding, Value: thrift.I32(encodingRLE)},
-		thrift.Field{ID: dphRepEncoding, Value: thrift.I32(encodingRLE)},
+		thrift.Field{ID: dphDefEncoding, Value: thrift.I32(encRLE)},
+		thrift.Field{ID: dphRepEncoding, Value: thrift.I32(encRLE)},
 	)
 	if st := v2.Field(dph2Statistics); st != nil && st.Type == thrift.TypeStruct {
 		dp.Set(dphStatistics, *st)
@@ -252,10 +219,10 @@ func noteV1(md *thrift.Struct) {
 	if l, err := md.List(cmdEncodings); err == nil {
 		has := false
 		for _, it := range l.Items {
-			has = has || it.Int == encodingRLE
+			has = has || it.Int == encRLE
 		}
 		if !has {
-			l.Items = append(l.Items, thrift.I32(encodingRLE))
+			l.Items = append(l.Items, thrift.I32(encRLE))
 		}
 	}
 	if l, err := md.List(cmdEncodingStats); err == nil {

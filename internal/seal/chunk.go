@@ -1,8 +1,9 @@
-package pme
+package seal
 
 import (
 	"errors"
 	"fmt"
+	"github.com/sovm/sop-pme/pme"
 	"io"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -14,7 +15,7 @@ import (
 
 // sealChunk seals the pages of the column chunk c of r, a header module and
 // a body module each, one page in memory at a time.
-func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels, check pagecheck.Chunk) (*chunkMap, error) {
+func (s *Sealer) sealChunk(r io.ReaderAt, c pme.Span, md *thrift.Struct, lv levels, check pagecheck.Chunk) (*chunkMap, error) {
 	codec, err := md.I32(cmdCodec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: codec: %w", ErrPlaintextParquet, err)
@@ -27,7 +28,7 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels, 
 	} else if _, ok := sealableCodecs[codec]; !ok {
 		return nil, fmt.Errorf("%w: codec %s", ErrCodec, codecName(codec))
 	}
-	m := &chunkMap{plain: c, obj: Span{Off: s.pos}, pages: make(map[int64]int64), codec: outCodec}
+	m := &chunkMap{plain: c, obj: pme.Span{Off: s.pos}, pages: make(map[int64]int64), codec: outCodec}
 	// The reader's page checks, on the pages as they are sealed.
 	check.Codec = compress.Compression(outCodec)
 	pages := pagecheck.New(check, pagecheck.DefaultLimit(c.Len))
@@ -41,8 +42,8 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels, 
 		if err1 != nil || err2 != nil || csize < 0 || usize < 0 || int64(csize) > c.End()-off-int64(n) {
 			return nil, fmt.Errorf("%w: page header at %d: bad sizes", ErrPlaintextParquet, off)
 		}
-		if csize > MaxPageSize || usize > MaxPageSize {
-			return nil, fmt.Errorf("%w: page at %d of %d bytes (%d uncompressed); readers decode at most %d", ErrTooLarge, off, csize, usize, MaxPageSize)
+		if csize > pme.MaxPageSize || usize > pme.MaxPageSize {
+			return nil, fmt.Errorf("%w: page at %d of %d bytes (%d uncompressed); readers decode at most %d", pme.ErrTooLarge, off, csize, usize, pme.MaxPageSize)
 		}
 		if err := checkEncoding(hdr, lv); err != nil {
 			return nil, fmt.Errorf("page at %d: %w", off, err)
@@ -112,7 +113,7 @@ func (s *Sealer) sealChunk(r io.ReaderAt, c Span, md *thrift.Struct, lv levels, 
 		if err := s.emit(s.sealed); err != nil {
 			return nil, err
 		}
-		m.uncompressed += int64(len(header)+Overhead) + int64(plainSize)
+		m.uncompressed += int64(len(header)+pme.Overhead) + int64(plainSize)
 		off += int64(n) + int64(csize)
 	}
 	if err := pages.Done(); err != nil {
@@ -132,17 +133,14 @@ func chunkCheck(md *thrift.Struct, lv levels, rg, j int, rows int64) pagecheck.C
 	}
 }
 
-// cmdNumValues is ColumnMetaData.num_values.
-const cmdNumValues = 5
-
 // pageCheckError reports a page the reader's checks refuse: a file whose
 // pages do not agree with its footer is not one the sealer takes
 // (ErrPlaintextParquet); a page whose check needs more memory than a
-// reader's default limit is beyond the format's limits (ErrTooLarge), and
+// reader's default limit is beyond the format's limits (pme.ErrTooLarge), and
 // may be encoded again.
 func pageCheckError(err error) error {
 	if errors.Is(err, pagecheck.ErrMemoryLimit) {
-		return fmt.Errorf("%w: %w", ErrTooLarge, err)
+		return fmt.Errorf("%w: %w", pme.ErrTooLarge, err)
 	}
 	return fmt.Errorf("%w: the reader's page checks: %w", ErrPlaintextParquet, err)
 }

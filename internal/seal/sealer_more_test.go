@@ -1,4 +1,4 @@
-package pme_test
+package seal_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -19,9 +20,9 @@ import (
 // Sealer, stickily.
 func TestSealerRowGroups(t *testing.T) {
 	plain, spans := plainFile(t, 2500, 1000, compress.Codecs.Snappy)
-	s := pme.NewSealer(io.Discard, pme.NewDEK())
-	var got []pme.SealedRowGroup
-	s.OnRowGroup(func(g pme.SealedRowGroup) error { got = append(got, g); return nil })
+	s := seal.NewSealer(io.Discard, pme.NewDEK())
+	var got []seal.SealedRowGroup
+	s.OnRowGroup(func(g seal.SealedRowGroup) error { got = append(got, g); return nil })
 	if err := s.AddFile(bytes.NewReader(plain), int64(len(plain))); err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +45,9 @@ func TestSealerRowGroups(t *testing.T) {
 	}
 
 	stop := errors.New("stop")
-	s = pme.NewSealer(io.Discard, pme.NewDEK())
+	s = seal.NewSealer(io.Discard, pme.NewDEK())
 	n := 0
-	s.OnRowGroup(func(pme.SealedRowGroup) error { n++; return stop })
+	s.OnRowGroup(func(seal.SealedRowGroup) error { n++; return stop })
 	if err := s.AddFile(bytes.NewReader(plain), int64(len(plain))); !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("got %v after %d row groups", err, n)
 	}
@@ -56,7 +57,7 @@ func TestSealerRowGroups(t *testing.T) {
 }
 
 // TestSealerColumnError: a refused column chunk is named, with its row
-// group, in a *pme.ColumnError (here a snappy page whose decoded length is
+// group, in a *seal.ColumnError (here a snappy page whose decoded length is
 // not its size); codecs other than those DuckDB and arrow-go both read are
 // refused with ErrCodec.
 func TestSealerColumnError(t *testing.T) {
@@ -67,14 +68,14 @@ func TestSealerColumnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	p[4+n]++ // the first page's snappy length, one more than its size
-	_, _, err = seal(t, pme.NewDEK(), p)
-	var ce *pme.ColumnError
-	if !errors.As(err, &ce) || ce.Column != "deep.v" || ce.RowGroup != 0 || !errors.Is(err, pme.ErrUnboundedPage) {
+	_, _, err = sealFiles(t, pme.NewDEK(), p)
+	var ce *seal.ColumnError
+	if !errors.As(err, &ce) || ce.Column != "deep.v" || ce.RowGroup != 0 || !errors.Is(err, seal.ErrUnboundedPage) {
 		t.Fatalf("got %v, want a ColumnError for deep.v in row group 0", err)
 	}
 	for _, c := range []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy, compress.Codecs.Gzip, compress.Codecs.Brotli, compress.Codecs.Zstd, compress.Codecs.Lz4Raw} {
 		plain, _ := plainFile(t, 100, 100, c)
-		if _, _, err := seal(t, pme.NewDEK(), plain); err != nil {
+		if _, _, err := sealFiles(t, pme.NewDEK(), plain); err != nil {
 			t.Errorf("codec %v: %v", c, err)
 		}
 	}
@@ -86,7 +87,7 @@ func TestSealerColumnError(t *testing.T) {
 // outside the schema.
 func TestPlainFooterSchema(t *testing.T) {
 	plain, _ := plainFile(t, 100, 50, compress.Codecs.Snappy)
-	f, err := pme.ReadPlainFooter(bytes.NewReader(plain), int64(len(plain)))
+	f, err := seal.ReadPlainFooter(bytes.NewReader(plain), int64(len(plain)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestPlainFooterSchema(t *testing.T) {
 	if err := f.SetFieldIDs(map[int]int32{4: 1}); !errors.Is(err, pme.ErrFormat) {
 		t.Errorf("an element outside the schema: %v", err)
 	}
-	if _, err := pme.ReadPlainFooter(bytes.NewReader(plain[:40]), 40); !errors.Is(err, pme.ErrPlaintextParquet) {
+	if _, err := seal.ReadPlainFooter(bytes.NewReader(plain[:40]), 40); !errors.Is(err, seal.ErrPlaintextParquet) {
 		t.Errorf("a truncated file: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
-package pme
+package seal
 
 import (
 	"fmt"
+	"github.com/sovm/sop-pme/pme"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/sovm/sop-pme/internal/lz4hadoop"
@@ -14,18 +15,10 @@ import (
 // SOP-PME-1 reader opens. A Sealer rewrites each such page as the LZ4_RAW
 // page of the same bytes: it decompresses the page (package lz4hadoop,
 // into a buffer of the page's uncompressed_page_size, at most
-// MaxPageSize) and compresses it again with LZ4_RAW, which both read; the
+// pme.MaxPageSize) and compresses it again with LZ4_RAW, which both read; the
 // column chunk's codec becomes LZ4_RAW. Nothing is decoded: levels,
 // values, encodings and statistics stay as they are. A compressed V2 page
 // of such a chunk is rewritten as a V1 page, as any other (rewriteV2).
-
-// More parquet.thrift values a Sealer reads and writes.
-const (
-	codecLZ4    = 5
-	codecLZ4Raw = 7
-
-	phCRC = 4 // PageHeader.crc, of the compressed page: dropped when it changes
-)
 
 // decompress decompresses src, compressed with codec, into dst, which is
 // as long as it must decode to.
@@ -60,9 +53,9 @@ func (s *Sealer) transcodeLZ4(hdr *thrift.Struct, body []byte, usize int32) (hea
 	}
 	out = c.Encode(s.v1c[:cap(s.v1c)], plain)
 	clear(plain)
-	if len(out) > MaxPageSize {
+	if len(out) > pme.MaxPageSize {
 		clear(out)
-		return nil, nil, fmt.Errorf("%w: an LZ4 page rewritten as %d LZ4_RAW bytes", ErrTooLarge, len(out))
+		return nil, nil, fmt.Errorf("%w: an LZ4 page rewritten as %d LZ4_RAW bytes", pme.ErrTooLarge, len(out))
 	}
 	hdr.Set(phCompressedSize, thrift.I32(int32(len(out))))
 	hdr.Delete(phCRC)

@@ -1,4 +1,4 @@
-package pme
+package seal
 
 import (
 	"encoding/binary"
@@ -76,9 +76,6 @@ func (s *Sealer) keepPage(off, n int64, header, body []byte, rewritten bool) int
 	f.size = f.segs[len(f.segs)-1].off + f.segs[len(f.segs)-1].n
 	return at
 }
-
-// magicPAR1 starts and ends a plaintext Parquet file.
-const magicPAR1 = "PAR1"
 
 // keepRowGroup completes the row group file of rg, of rows rows, read
 // from in, hands it to onFile, and clears it.

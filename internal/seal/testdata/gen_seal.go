@@ -1,10 +1,10 @@
 //go:build ignore
 
-// gen_seal writes the seed corpus of FuzzSeal (package pme) and FuzzSealFile
+// gen_seal writes the seed corpus of FuzzSeal (package seal) and FuzzSealFile
 // (package writer): small plaintext Parquet files as arrow-go writes them
 // (flat and nested, with and without field IDs, dictionaries, V1 and V2
 // pages, several codecs, page indexes and bloom filters), and a few damaged
-// variants. Run from pme/: go run testdata/gen_seal.go
+// variants. Run from internal/seal/: go run testdata/gen_seal.go
 package main
 
 import (
@@ -77,7 +77,7 @@ func main() {
 	flip := bytes.Clone(base)
 	flip[len(flip)/3] ^= 0x40
 	seeds["page-bit-flipped"] = flip
-	for _, dir := range []string{"testdata/fuzz/FuzzSeal", "../writer/testdata/fuzz/FuzzSealFile"} {
+	for _, dir := range []string{"testdata/fuzz/FuzzSeal", "../../writer/testdata/fuzz/FuzzSealFile"} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			panic(err)
 		}

@@ -1,4 +1,4 @@
-package pme_test
+package seal_test
 
 import (
 	"errors"
@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 )
 
 // padFooter seals a small plaintext file and returns its footer with the
 // empty padding entry every object carries (Section 11.8).
-func padFooter(t testing.TB, k pme.DEK) *pme.Footer {
+func padFooter(t testing.TB, k pme.DEK) *seal.Footer {
 	t.Helper()
 	plain, _ := plainFile(t, 100, 100, compress.Codecs.Snappy)
-	_, f, err := seal(t, k, plain)
+	_, f, err := sealFiles(t, k, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +49,8 @@ func TestSetPad(t *testing.T) {
 	if err := f.SetPad(padme.Pad{ValueLen: pme.MaxPlaintext}); !errors.Is(err, pme.ErrTooLarge) {
 		t.Fatal(err)
 	}
-	f.StripForReading()
-	if err := f.SetPad(padme.Solve(0)); !errors.Is(err, pme.ErrLayout) {
+	seal.StripTree(f)
+	if err := f.SetPad(padme.Solve(0)); !errors.Is(err, seal.ErrLayout) {
 		t.Fatalf("after StripForReading: %v", err)
 	}
 }
@@ -72,8 +73,8 @@ func TestSetPadLimit(t *testing.T) {
 		{pme.MaxPlaintext - 100, padme.Pad{ValueLen: 95}, true},
 		{pme.MaxPlaintext - 100, padme.Pad{ValueLen: 200}, false},
 	} {
-		err := pme.PadFits(tc.footer, tc.pad)
-		if (err == nil) != tc.ok || (err != nil && (!errors.Is(err, pme.ErrPadding) || !errors.Is(err, pme.ErrTooLarge))) {
+		err := seal.PadFits(tc.footer, tc.pad)
+		if (err == nil) != tc.ok || (err != nil && (!errors.Is(err, seal.ErrPadding) || !errors.Is(err, pme.ErrTooLarge))) {
 			t.Errorf("footer of %d bytes, pad %+v: %v", tc.footer, tc.pad, err)
 		}
 	}
@@ -82,7 +83,7 @@ func TestSetPadLimit(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	err := f.SetPad(padme.Pad{ValueLen: pme.MaxPadValue + 1})
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, pme.ErrPadding) {
+	if !errors.Is(err, seal.ErrPadding) {
 		t.Fatalf("SetPad of 2^31 bytes: %v, want ErrPadding", err)
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {

@@ -1,4 +1,4 @@
-package pme_test
+package seal_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -108,7 +109,7 @@ func TestOnRowGroupFile(t *testing.T) {
 			}
 			in := buf.Bytes()
 			want := readRowGroups(t, bytes.NewReader(in), int64(len(in)))
-			s := pme.NewSealer(io.Discard, pme.NewDEK())
+			s := seal.NewSealer(io.Discard, pme.NewDEK())
 			var got []arrow.Table
 			s.OnRowGroupFile(func(f io.ReaderAt, size int64) error {
 				got = append(got, readRowGroups(t, f, size)...)

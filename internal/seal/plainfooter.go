@@ -1,4 +1,4 @@
-package pme
+package seal
 
 import (
 	"encoding/binary"

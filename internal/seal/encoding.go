@@ -1,4 +1,4 @@
-package pme
+package seal
 
 import (
 	"errors"
@@ -59,13 +59,6 @@ const (
 	encRLEDictionary        = 8
 	encByteStreamSplit      = 9
 
-	dpEncoding      = 2 // DataPageHeader.encoding
-	dpDefEncoding   = 3
-	dpRepEncoding   = 4
-	dp2Encoding     = 4 // DataPageHeaderV2.encoding
-	dictEncoding    = 2 // DictionaryPageHeader.encoding
-	phDictPageHdr   = 7 // PageHeader.dictionary_page_header
-	pageDictionary  = 2 // PageType.DICTIONARY_PAGE
 	anyPhysicalType = -2
 )
 
@@ -129,19 +122,19 @@ func checkEncoding(hdr *thrift.Struct, lv levels) error {
 			field int16
 			max   int
 			what  string
-		}{{dpDefEncoding, lv.def, "definition"}, {dpRepEncoding, lv.rep, "repetition"}} {
+		}{{dphDefEncoding, lv.def, "definition"}, {dphRepEncoding, lv.rep, "repetition"}} {
 			if e, err := h.I32(l.field); err == nil && l.max > 0 && e != encRLE {
 				return fmt.Errorf("%w: %s levels in %s", ErrEncoding, l.what, encodingName(e))
 			}
 		}
-		e, _ := h.I32(dpEncoding)
+		e, _ := h.I32(dphEncoding)
 		return checkValueEncoding(e, lv)
 	case pageDataV2:
 		h, err := hdr.Struct(phDataPageV2)
 		if err != nil {
 			return nil
 		}
-		e, _ := h.I32(dp2Encoding)
+		e, _ := h.I32(dph2Encoding)
 		return checkValueEncoding(e, lv)
 	}
 	return nil

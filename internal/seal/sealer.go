@@ -1,104 +1,26 @@
-package pme
+package seal
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/sovm/sop-pme/pme"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
 )
 
-// ErrCompressedV2 reported a compressed DATA_PAGE_V2 page, which a Sealer
-// refused: DuckDB 1.5.6 reads the levels and the values of such a page in an
-// encrypted file as two modules, a layout no PME writer produces (see the
-// DuckDB notes).
-//
-// Deprecated: a Sealer no longer returns it. It rewrites such a page as
-// the DATA_PAGE (V1) that holds the same levels and values, decompressing
-// and compressing again its values only (see Sealer.RewrittenPages).
-var ErrCompressedV2 = errors.New("pme: compressed DATA_PAGE_V2 pages are not readable by DuckDB in encrypted files")
-
-// ErrUnboundedPage reports a compressed page whose own bytes do not bound
-// its decompression by its uncompressed_page_size: a zstd frame that states
-// a larger content size, or that states none and whose blocks may decode
-// to more (a streaming compressor's output can); a snappy page whose
-// decoded length is not its size. The reader refuses such pages, since the
-// decompressors allocate what those bytes say (see the reader's page
-// checks), so a Sealer refuses them rather than make an object no
-// SOP-PME-1 reader of this library opens.
-var ErrUnboundedPage = errors.New("pme: compressed page whose bytes do not bound its decompressed size")
-
-// ErrPlaintextParquet reports input to a Sealer that is not a plaintext
-// Parquet file it can seal: no "PAR1" at both ends, an encrypted file, a
-// column chunk in another file, or a footer it cannot decode.
-var ErrPlaintextParquet = errors.New("pme: not a plaintext Parquet file this sealer takes")
-
-// ErrCodec reports a column chunk compressed with a codec that the readers
-// of SOP-PME-1 objects cannot be relied on to decompress: DuckDB 1.5.6 and
-// this library's reader (arrow-go) both read UNCOMPRESSED, SNAPPY, GZIP,
-// BROTLI, ZSTD and LZ4_RAW, and a Sealer takes those, and the deprecated
-// LZ4 codec (Hadoop framing), which it rewrites as LZ4_RAW (neither reads
-// it). LZO is read by neither, nor is a codec parquet.thrift does not name.
-var ErrCodec = errors.New("pme: compression codec not readable by every SOP-PME-1 reader")
-
-// A ColumnError is a Sealer's refusal of one column chunk: RowGroup is the
-// index of its row group in the file AddFile was given, Column names the
-// column (its dotted path_in_schema), and Err, which it wraps, says why
-// (ErrCodec, ErrUnboundedPage, ErrPlaintextParquet, ErrTooLarge, ...).
-type ColumnError struct {
-	RowGroup int
-	Column   string
-	Err      error
-}
-
-// Error returns "row group N: column PATH: " and Err's text.
-func (e *ColumnError) Error() string {
-	return fmt.Sprintf("row group %d: column %s: %v", e.RowGroup, e.Column, e.Err)
-}
-
-// Unwrap returns Err, for errors.Is and errors.As.
-func (e *ColumnError) Unwrap() error { return e.Err }
-
 // The compression codecs (parquet.thrift CompressionCodec) a Sealer seals
 // as they are: those DuckDB 1.5.6 and arrow-go both decompress. (LZ4 is
 // rewritten as LZ4_RAW.)
 var sealableCodecs = map[int32]string{0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 4: "BROTLI", 6: "ZSTD", 7: "LZ4_RAW"}
 
-// More field IDs of parquet.thrift that a Sealer reads.
-const (
-	fmdVersion = 1
-	fmdNumRows = 3
-
-	cmdPathInSchema = 3
-	cmdCodec        = 4
-
-	phType           = 1
-	phDataPageV2     = 8
-	dph2IsCompressed = 7
-
-	pageDataV2 = 3
-
-	codecUncompressed = 0
-
-	rgNumRows = 3
-)
-
-// A Span is a byte range [Off, Off+Len) of a file.
-type Span struct {
-	Off, Len int64
-}
-
-// End returns Off + Len.
-func (s Span) End() int64 { return s.Off + s.Len }
-
 // chunkMap records where the pages of one sealed column chunk went.
 type chunkMap struct {
-	plain        Span
-	obj          Span
+	plain        pme.Span
+	obj          pme.Span
 	uncompressed int64           // DuckDB's total_uncompressed_size: header modules + uncompressed pages
 	rewritten    bool            // some of its V2 pages were rewritten as V1 ones (see rewriteV2)
 	codec        int32           // the codec of its sealed pages (LZ4 becomes LZ4_RAW)
@@ -141,10 +63,10 @@ const maxPlainFooter = 256 << 20
 // seals them here in order; the command line seals existing Parquet files
 // here directly. A Sealer holds at most one page of plaintext at a time (a
 // V2 page it rewrites, twice: uncompressed and compressed again; pages are
-// at most MaxPageSize). It is not safe for concurrent use; its errors are
+// at most pme.MaxPageSize). It is not safe for concurrent use; its errors are
 // sticky.
 type Sealer struct {
-	dek       DEK
+	dek       pme.DEK
 	out       io.Writer
 	pos       int64 // bytes written to out: the object offset of the next module
 	meta      *thrift.Struct
@@ -176,7 +98,7 @@ type SealedRowGroup struct {
 
 // NewSealer returns a Sealer that writes the object's bytes to out, sealing
 // under dek. It writes nothing until the first AddFile or Close.
-func NewSealer(out io.Writer, dek DEK) *Sealer {
+func NewSealer(out io.Writer, dek pme.DEK) *Sealer {
 	return &Sealer{dek: dek, out: out}
 }
 
@@ -210,7 +132,7 @@ func (s *Sealer) emit(b []byte) error {
 
 func (s *Sealer) start() error {
 	if s.pos == 0 {
-		return s.emit(magicPARE[:])
+		return s.emit([]byte(magicPARE))
 	}
 	return nil
 }
@@ -253,8 +175,8 @@ func (s *Sealer) AddFile(r io.ReaderAt, size int64) error {
 	if err != nil {
 		return s.fail(fmt.Errorf("%w: %w", ErrPlaintextParquet, err))
 	}
-	if len(s.rgs)+len(rgs) > MaxRowGroups {
-		return s.fail(fmt.Errorf("%w: more than %d row groups", ErrTooLarge, MaxRowGroups))
+	if len(s.rgs)+len(rgs) > pme.MaxRowGroups {
+		return s.fail(fmt.Errorf("%w: more than %d row groups", pme.ErrTooLarge, pme.MaxRowGroups))
 	}
 	for i, rg := range rgs {
 		n, err := rg.I64(rgNumRows)
@@ -403,85 +325,4 @@ func (s *Sealer) Close() (*Footer, error) {
 	f := &Footer{meta: s.meta}
 	s.err = fmt.Errorf("%w: Sealer closed", ErrLayout)
 	return f, nil
-}
-
-// AppendKeyValue appends a key-value entry to the footer's metadata. The
-// value is always written, even when empty (Section 11.8 relies on that
-// for the padding entry).
-func (f *Footer) AppendKeyValue(key string, value []byte) {
-	kv := thrift.NewStruct(
-		thrift.Field{ID: kvKey, Value: thrift.Binary([]byte(key))},
-		thrift.Field{ID: kvValue, Value: thrift.Binary(value)},
-	)
-	v := f.meta.Field(fmdKeyValueMetadata)
-	if v == nil || v.Type != thrift.TypeList {
-		f.meta.Set(fmdKeyValueMetadata, thrift.ListOf(thrift.TypeStruct, thrift.StructValue(kv)))
-		return
-	}
-	v.List.Items = append(v.List.Items, thrift.StructValue(kv))
-}
-
-// schemaElements returns the elements of the tree's FileMetaData.schema.
-func (f *Footer) schemaElements() ([]thrift.Value, error) {
-	f.edit()
-	v := f.meta.Field(fmdSchema)
-	if v == nil || v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct || len(v.List.Items) == 0 {
-		return nil, fmt.Errorf("%w: FileMetaData.schema missing or malformed", ErrFormat)
-	}
-	return v.List.Items, nil
-}
-
-// AppendSchema appends to dst the Thrift compact encoding of a FileMetaData
-// that holds the footer's version and schema, no rows and no row groups:
-// what a Parquet schema decoder needs, and nothing it would have to trust
-// beyond that. If tag is true, schema element i (0 is the root) carries
-// field_id i in place of its own, so that the fields a decoder derives from
-// the schema can be traced back to the elements they come from. Call Fields
-// first: it bounds the schema a decoder is given.
-func (f *Footer) AppendSchema(dst []byte, tag bool) ([]byte, error) {
-	elems, err := f.schemaElements()
-	if err != nil {
-		return nil, err
-	}
-	elems = withoutUnknownLogical(elems)
-	version := thrift.I32(1)
-	if v := f.meta.Field(fmdVersion); v != nil && v.Type == thrift.TypeI32 {
-		version = *v
-	}
-	if tag {
-		tagged := make([]thrift.Value, len(elems))
-		for i, e := range elems {
-			c := &thrift.Struct{Fields: slices.Clone(e.Struct.Fields)}
-			c.Set(seFieldID, thrift.I32(int32(i)))
-			tagged[i] = thrift.StructValue(c)
-		}
-		elems = tagged
-	}
-	md := thrift.NewStruct(
-		thrift.Field{ID: fmdVersion, Value: version},
-		thrift.Field{ID: fmdSchema, Value: thrift.ListOf(thrift.TypeStruct, elems...)},
-		thrift.Field{ID: fmdNumRows, Value: thrift.I64(0)},
-		thrift.Field{ID: fmdRowGroups, Value: thrift.ListOf(thrift.TypeStruct)},
-	)
-	return md.Append(dst), nil
-}
-
-// SetFieldIDs sets the field_id of schema elements (Section 11.2): ids maps
-// the index of an element in FileMetaData.schema (0 is the root) to its ID.
-// An index outside the schema is refused with ErrFormat, before any
-// element is changed.
-func (f *Footer) SetFieldIDs(ids map[int]int32) error {
-	elems, err := f.schemaElements()
-	if err != nil {
-		return err
-	}
-	for i := range ids {
-		if i < 0 || i >= len(elems) {
-			return fmt.Errorf("%w: no schema element %d of %d", ErrFormat, i, len(elems))
-		}
-	}
-	for i, id := range ids {
-		elems[i].Struct.Set(seFieldID, thrift.I32(id))
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package pme_test
+package seal_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
@@ -85,12 +86,12 @@ func plainFile(t testing.TB, n, rg int, c compress.Compression, keys ...string) 
 	return buf.Bytes(), spans
 }
 
-// seal seals the plaintext files with a Sealer and returns the data region
+// sealFiles seals the plaintext files with a Sealer and returns the data region
 // and the footer.
-func seal(t testing.TB, k pme.DEK, files ...[]byte) ([]byte, *pme.Footer, error) {
+func sealFiles(t testing.TB, k pme.DEK, files ...[]byte) ([]byte, *seal.Footer, error) {
 	t.Helper()
 	var out bytes.Buffer
-	s := pme.NewSealer(&out, k)
+	s := seal.NewSealer(&out, k)
 	for _, f := range files {
 		if err := s.AddFile(bytes.NewReader(f), int64(len(f))); err != nil {
 			return nil, nil, err
@@ -114,14 +115,14 @@ func TestSeal(t *testing.T) {
 		plain1, spans1 := plainFile(t, 20000, 6000, c)
 		plain2, spans2 := plainFile(t, 5000, 5000, c)
 		k := pme.NewDEK()
-		obj, f, err := seal(t, k, plain1, plain2)
+		obj, f, err := sealFiles(t, k, plain1, plain2)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(obj[:4]) != "PARE" {
 			t.Fatal("no PARE")
 		}
-		chunks, err := f.ColumnChunks()
+		chunks, err := columnChunks(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +187,7 @@ func TestSealEmpty(t *testing.T) {
 	if len(spans) != 0 {
 		t.Fatalf("%d row groups", len(spans))
 	}
-	obj, f, err := seal(t, pme.NewDEK(), plain)
+	obj, f, err := sealFiles(t, pme.NewDEK(), plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,29 +207,29 @@ func TestSealErrors(t *testing.T) {
 		files [][]byte
 		want  error
 	}{
-		"not PAR1":     {[][]byte{edit(func(b []byte) []byte { copy(b, "XXXX"); return b })}, pme.ErrPlaintextParquet},
-		"encrypted":    {[][]byte{edit(func(b []byte) []byte { copy(b, "PARE"); return b })}, pme.ErrPlaintextParquet},
-		"short":        {[][]byte{plain[:10]}, pme.ErrPlaintextParquet},
-		"truncated":    {[][]byte{plain[len(plain)/2:]}, pme.ErrPlaintextParquet},
-		"footer bytes": {[][]byte{edit(func(b []byte) []byte { b[len(b)-20] ^= 0xff; return b })}, pme.ErrPlaintextParquet},
-		"page bytes":   {[][]byte{edit(func(b []byte) []byte { b[4] ^= 0xff; return b })}, pme.ErrPlaintextParquet},
+		"not PAR1":     {[][]byte{edit(func(b []byte) []byte { copy(b, "XXXX"); return b })}, seal.ErrPlaintextParquet},
+		"encrypted":    {[][]byte{edit(func(b []byte) []byte { copy(b, "PARE"); return b })}, seal.ErrPlaintextParquet},
+		"short":        {[][]byte{plain[:10]}, seal.ErrPlaintextParquet},
+		"truncated":    {[][]byte{plain[len(plain)/2:]}, seal.ErrPlaintextParquet},
+		"footer bytes": {[][]byte{edit(func(b []byte) []byte { b[len(b)-20] ^= 0xff; return b })}, seal.ErrPlaintextParquet},
+		"page bytes":   {[][]byte{edit(func(b []byte) []byte { b[4] ^= 0xff; return b })}, seal.ErrPlaintextParquet},
 		"schemas differ": {[][]byte{plain, func() []byte {
 			p, _ := plaintextSchema(t, arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int32}}, nil), 10, nil)
 			return p
-		}()}, pme.ErrPlaintextParquet},
+		}()}, seal.ErrPlaintextParquet},
 		"reserved key": {[][]byte{func() []byte {
 			p, _ := plaintextSchema(t, arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int32}}, nil), 10, []string{padme.PadKey})
 			return p
-		}()}, pme.ErrPlaintextParquet},
+		}()}, seal.ErrPlaintextParquet},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, _, err := seal(t, k, c.files...); !errors.Is(err, c.want) {
+			if _, _, err := sealFiles(t, k, c.files...); !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
 		})
 	}
 	t.Run("sink fails", func(t *testing.T) {
-		s := pme.NewSealer(failWriter{}, k)
+		s := seal.NewSealer(failWriter{}, k)
 		if err := s.AddFile(bytes.NewReader(plain), int64(len(plain))); !errors.Is(err, errSink) {
 			t.Fatal(err)
 		}
@@ -237,7 +238,7 @@ func TestSealErrors(t *testing.T) {
 		}
 	})
 	t.Run("nothing added", func(t *testing.T) {
-		if _, err := pme.NewSealer(io.Discard, k).Close(); !errors.Is(err, pme.ErrPlaintextParquet) {
+		if _, err := seal.NewSealer(io.Discard, k).Close(); !errors.Is(err, seal.ErrPlaintextParquet) {
 			t.Fatal(err)
 		}
 	})
@@ -248,7 +249,7 @@ func TestSealErrors(t *testing.T) {
 		schema := arrow.NewSchema([]arrow.Field{{Name: "deep", Type: arrow.StructOf(arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true})}}, nil)
 		p := plaintextProps(t, schema, 100, nil, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(false))
 		var out bytes.Buffer
-		s := pme.NewSealer(&out, k)
+		s := seal.NewSealer(&out, k)
 		if err := s.AddFile(bytes.NewReader(p), int64(len(p))); err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +260,7 @@ func TestSealErrors(t *testing.T) {
 		if s.RewrittenPages() != 1 {
 			t.Fatalf("%d pages rewritten, want 1", s.RewrittenPages())
 		}
-		chunks, err := f.ColumnChunks()
+		chunks, err := columnChunks(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,14 +284,24 @@ func TestSealErrors(t *testing.T) {
 		}
 		// Uncompressed V2 pages are sealed as they are.
 		p = plaintextProps(t, schema, 100, nil, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Uncompressed))
-		s = pme.NewSealer(io.Discard, k)
+		s = seal.NewSealer(io.Discard, k)
 		if err := s.AddFile(bytes.NewReader(p), int64(len(p))); err != nil || s.RewrittenPages() != 0 {
 			t.Fatalf("uncompressed V2: %v, %d pages rewritten", err, s.RewrittenPages())
 		}
 	})
 }
 
-func parseFooter(t testing.TB, f *pme.Footer) *metadata.FileMetaData {
+// columnChunks returns the spans of the footer's column chunks, as the
+// reader sees them (pme.Footer.ColumnChunks).
+func columnChunks(f *seal.Footer) ([][]pme.Span, error) {
+	v, err := f.View()
+	if err != nil {
+		return nil, err
+	}
+	return v.ColumnChunks()
+}
+
+func parseFooter(t testing.TB, f *seal.Footer) *metadata.FileMetaData {
 	t.Helper()
 	md, err := metadata.NewFileMetaData(f.Append(nil), nil)
 	if err != nil {
@@ -348,7 +359,7 @@ func BenchmarkSeal(b *testing.B) {
 	k := pme.NewDEK()
 	b.SetBytes(int64(len(plain)))
 	for b.Loop() {
-		s := pme.NewSealer(io.Discard, k)
+		s := seal.NewSealer(io.Discard, k)
 		if err := s.AddFile(bytes.NewReader(plain), int64(len(plain))); err != nil {
 			b.Fatal(err)
 		}
