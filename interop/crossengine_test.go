@@ -147,7 +147,7 @@ func BenchmarkCrossEngine(b *testing.B) {
 		}
 	}
 	sopWrite := func() {
-		w, err := writer.New(st, schema, writer.WithRowGroupRows(crossRowGroup))
+		w, err := writer.New(ctx, st, schema, writer.WithRowGroupRows(crossRowGroup))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -29,7 +29,7 @@ type object struct {
 // 11.8); and reader.Check reports it conformant.
 func writeObject(t *testing.T, st *store, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...writer.Option) object {
 	t.Helper()
-	w, err := writer.New(st, schema, opts...)
+	w, err := writer.New(context.Background(), st, schema, opts...)
 	if err != nil {
 		t.Fatalf("writer.New: %v", err)
 	}

@@ -9,6 +9,7 @@
 package interop
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -251,7 +252,7 @@ func TestV2CompressedRefused(t *testing.T) {
 	schema := allTypesSchema()
 	st := newStore(t)
 	for _, codec := range []writer.Codec{writer.Zstd, writer.Snappy} {
-		if _, err := writer.New(st, schema, writer.WithCodec(codec), writer.WithDataPageVersion(writer.DataPageV2)); !errors.Is(err, writer.ErrOption) {
+		if _, err := writer.New(context.Background(), st, schema, writer.WithCodec(codec), writer.WithDataPageVersion(writer.DataPageV2)); !errors.Is(err, writer.ErrOption) {
 			t.Errorf("V2 with %v: %v, want writer.ErrOption", codec, err)
 		}
 	}

@@ -66,7 +66,7 @@ func newScanBench(b *testing.B) *scanBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := writer.New(st, benchdata.Schema())
+	w, err := writer.New(context.Background(), st, benchdata.Schema())
 	if err != nil {
 		b.Fatal(err)
 	}

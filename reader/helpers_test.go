@@ -49,7 +49,7 @@ func (k keys) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) 
 // writer's options.
 func writeObject(t testing.TB, st *memStore, schema *arrow.Schema, rec arrow.RecordBatch, opts ...writer.Option) writer.Object {
 	t.Helper()
-	w, err := writer.New(st, schema, opts...)
+	w, err := writer.New(context.Background(), st, schema, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

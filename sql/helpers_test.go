@@ -62,7 +62,7 @@ func (s *store) path(id storageid.ID) string { return filepath.Join(s.dir, id.St
 // write writes recs as one object and records its DEK.
 func (s *store) write(t testing.TB, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...writer.Option) writer.Object {
 	t.Helper()
-	w, err := writer.New(s, schema, opts...)
+	w, err := writer.New(context.Background(), s, schema, opts...)
 	if err != nil {
 		t.Fatalf("writer.New: %v", err)
 	}

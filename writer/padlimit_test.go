@@ -29,7 +29,7 @@ func TestPadBeyondThriftBinary(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	st := memstore.New()
-	w, err := New(st, schema)
+	w, err := New(ctx, st, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestCheckReadableRegion(t *testing.T) {
 	ctx := context.Background()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{FieldIDKey}, []string{"1"})}}, nil)
 	st := memstore.New()
-	w, err := New(st, schema)
+	w, err := New(ctx, st, schema)
 	if err != nil {
 		t.Fatal(err)
 	}

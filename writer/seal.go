@@ -43,7 +43,7 @@ func WithAssignFieldIDs() Option {
 // DuckDB reads them (compressed V2 pages as V1 ones, LZ4 pages as LZ4_RAW
 // ones; see internal/seal); page indexes and bloom filters are dropped
 // and their offsets cleared, as SOP-PME-1 objects (and DuckDB's encrypted
-// files) have none. Options: WithContext, WithMetadata (entries appended
+// files) have none. Options: WithMetadata (entries appended
 // after the file's own), WithProgress (called after each row group sealed
 // and once after publishing; BytesIn counts the plaintext column chunks
 // sealed, then the whole file), and WithAssignFieldIDs. The options of
@@ -94,7 +94,7 @@ func SealFile(ctx context.Context, store blobs.Store, r io.ReaderAt, size int64,
 	if store == nil || r == nil || ctx == nil {
 		return Object{}, fmt.Errorf("%w: nil store, file or context", ErrOption)
 	}
-	alive := func() error { return errors.Join(ctx.Err(), cfg.ctx.Err()) }
+	alive := ctx.Err
 	if err := alive(); err != nil {
 		return Object{}, err
 	}

@@ -686,7 +686,7 @@ func TestSealFileOptions(t *testing.T) {
 	if _, err := writer.SealFile(context.Background(), newMemStore(), nil, 0); !errors.Is(err, writer.ErrOption) {
 		t.Errorf("nil file: %v", err)
 	}
-	if _, err := writer.New(newMemStore(), rec.Schema(), writer.WithAssignFieldIDs()); !errors.Is(err, writer.ErrOption) {
+	if _, err := writer.New(context.Background(), newMemStore(), rec.Schema(), writer.WithAssignFieldIDs()); !errors.Is(err, writer.ErrOption) {
 		t.Errorf("New with WithAssignFieldIDs: %v", err)
 	}
 }
@@ -730,11 +730,11 @@ func TestSealFileAborts(t *testing.T) {
 			t.Errorf("%d published, %d staged, %d aborted", st.count(), st.created, st.abortCount())
 		}
 	})
-	t.Run("WithContext", func(t *testing.T) {
+	t.Run("cancelled before", func(t *testing.T) {
 		st := newMemStore()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithContext(ctx)); !errors.Is(err, context.Canceled) || st.created != 0 {
+		if _, err := writer.SealFile(ctx, st, bytes.NewReader(plain), int64(len(plain))); !errors.Is(err, context.Canceled) || st.created != 0 {
 			t.Errorf("got %v, %d staged", err, st.created)
 		}
 	})

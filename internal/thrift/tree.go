@@ -1,8 +1,6 @@
 package thrift
 
-import (
-	"encoding/binary"
-)
+import "encoding/binary"
 
 // tree returns the Value of node i, built from the nodes, and the index of
 // the node after its subtree.

@@ -99,7 +99,7 @@ func main() {
 		{writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false)},
 	} {
 		st := &store{}
-		w, err := writer.New(st, schema, opts...)
+		w, err := writer.New(context.Background(), st, schema, opts...)
 		if err != nil {
 			panic(err)
 		}

@@ -20,7 +20,7 @@ func fid(id int) arrow.Metadata {
 // Write writes rec with the writer and returns the object's bytes and DEK.
 func Write(rec arrow.RecordBatch, opts ...writer.Option) ([]byte, pme.DEK, error) {
 	st := memstore.New()
-	w, err := writer.New(st, rec.Schema(), opts...)
+	w, err := writer.New(context.Background(), st, rec.Schema(), opts...)
 	if err != nil {
 		return nil, pme.DEK{}, err
 	}

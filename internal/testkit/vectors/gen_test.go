@@ -134,7 +134,7 @@ type object struct {
 func write(t *testing.T, rec arrow.RecordBatch, opts ...writer.Option) object {
 	t.Helper()
 	st := memstore.New()
-	w, err := writer.New(st, rec.Schema(), opts...)
+	w, err := writer.New(context.Background(), st, rec.Schema(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
