@@ -95,14 +95,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./keyring
 	$(GO) test -run '^$$' -fuzz FuzzPlaintext -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./reader
 	$(GO) test -run '^$$' -fuzz FuzzFooter -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
-	$(GO) test -run '^$$' -fuzz FuzzSeal -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
+	$(GO) test -run '^$$' -fuzz FuzzSeal -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/seal
+	$(GO) test -run '^$$' -fuzz FuzzStripForReading -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/seal
 	$(GO) test -run '^$$' -fuzz FuzzSealFile -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./writer
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./reader
 	$(GO) test -run '^$$' -fuzz FuzzOpenModules -fuzztime $(FUZZTIME) ./pme
 	$(GO) test -run '^$$' -fuzz FuzzParseFooterRegion -fuzztime $(FUZZTIME) ./pme
 	$(GO) test -run '^$$' -fuzz FuzzImportV1 -fuzztime $(FUZZTIME) ./keyring
 	$(GO) test -run '^$$' -fuzz FuzzDecodeSchema -fuzztime $(FUZZTIME) ./internal/arrowfb
-	$(GO) test -run '^$$' -fuzz FuzzPage -fuzztime $(FUZZTIME) ./internal/pagecheck
+	$(GO) test -run '^$$' -fuzz FuzzPage -fuzztime $(FUZZTIME) ./internal/pagebound/pagecheck
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/lz4hadoop
 
 include blobs/iroh/iroh.mk

@@ -16,11 +16,10 @@
 //
 //   - DEK: the data encryption key, which never prints and counts the
 //     modules it seals (at most 2^32), with Seal, Open and OpenModules.
-//   - Sealer: turns plaintext Parquet files (the writer's row groups, each
-//     encoded by arrow-go into a file of its own, or an existing file sealed
-//     byte for byte) into this layout, a page at a time, copying only the
-//     bytes the footer references; and Footer, the decoded FileMetaData that
-//     the writer pads and seals and the reader opens.
+//   - Footer: the decoded FileMetaData, read-only, which the reader opens
+//     (OpenFooter) and the writer checks before it publishes (ParseFooter):
+//     its column chunks, fields and key-value entries, bounded by its size,
+//     and what a Parquet decoder may be given of it (StripForReading).
 //   - The parsers of the plaintext parts of a file: ParseTrailer,
 //     ParseFooterRegion, ParseFileCryptoMetaData, SplitModule. They accept
 //     only the empty-AAD AES_GCM_V1 construction; there is no plaintext
@@ -32,6 +31,10 @@
 // elements, and Footer.KeyValues the key-value entries, by the footer's
 // size: what a footer costs is a small multiple of its bytes, however a
 // producer who holds the DEK crafts it.
+//
+// Sealing plaintext Parquet pages into this layout, and editing a footer
+// (field IDs, padding), are the writer's (internal/seal, used by package
+// writer).
 //
 // Modules are not bound to their position: with the empty AAD, a module
 // moved within an object, or into another object under the same DEK, still

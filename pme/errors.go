@@ -17,10 +17,6 @@ var (
 	ErrNonceLimit = errors.New("pme: DEK has sealed 2^32 modules; no more may be sealed under it")
 	// ErrTooLarge reports a module or footer larger than the format allows.
 	ErrTooLarge = errors.New("pme: too large")
-	// ErrPadding reports a pad entry that a footer cannot hold (see
-	// Footer.SetPad); the writer refuses such an object with its own
-	// ErrPadding, wrapping this one.
-	ErrPadding = errors.New("pme: the pad does not fit the footer")
 	// ErrModule reports a malformed module frame.
 	ErrModule = errors.New("pme: malformed module")
 	// ErrFormat reports bytes that are not an encrypted-footer PME file in
@@ -33,13 +29,4 @@ var (
 	// package does not read: AES_GCM_CTR_V1, or module AADs (aad_prefix,
 	// aad_file_unique), which SOP-PME-1 forbids (Section 11.3).
 	ErrUnsupported = errors.New("pme: unsupported encryption algorithm or AAD")
-	// ErrEncryptedParquet reports an encrypted Parquet file where a
-	// plaintext one is wanted (ReadPlainFooter, a Sealer): "PARE" at either
-	// end, or a "PAR1" file whose footer carries encryption fields
-	// (plaintext footer mode, whose column chunks are encrypted). It comes
-	// with ErrPlaintextParquet.
-	ErrEncryptedParquet = errors.New("pme: an encrypted Parquet file")
-	// ErrLayout reports plaintext Parquet, fed to the Sealer, that does not
-	// have the shape it expects (an internal error of the encoder).
-	ErrLayout = errors.New("pme: unexpected plaintext Parquet layout")
 )

@@ -8,49 +8,28 @@ import (
 	"github.com/sovm/sop-pme/padme"
 )
 
-// A Footer is the plaintext FileMetaData of an object, decoded. The writer
-// gets one from Sealer.Close, pads it (SetPad) and seals it (Seal); the
-// reader gets one from OpenFooter.
+// A Footer is the plaintext FileMetaData of an object, decoded, read-only:
+// the reader gets one from OpenFooter, the writer one from ParseFooter for
+// the footer it is about to seal.
 //
-// A footer the reader opens is decoded into a compact, read-only form (a
-// thrift.View: 16 bytes per value, at most one value per two footer bytes
-// beyond the first 64 Ki), so that a footer costs a small multiple of its
-// size however it is crafted; it becomes an editable tree only if it is
-// edited (SetPad).
+// It is decoded into a compact form (a thrift.View: 16 bytes per value, at
+// most one value per two footer bytes beyond the first 64 Ki), so that a
+// footer costs a small multiple of its size however it is crafted.
 type Footer struct {
-	meta  *thrift.Struct // the editable tree, or nil
-	view  *thrift.View   // the footer as opened, while meta is nil
-	strip bool           // StripForReading applies to view
+	view  *thrift.View
+	strip bool // StripForReading applies
 }
 
-// root returns the footer as a View, decoding the tree's encoding if there
-// is no View.
-func (f *Footer) root() thrift.Node {
-	if f.view != nil {
-		return f.view.Root()
-	}
-	v, err := thrift.DecodeView(f.meta.Append(nil), thrift.Limits{MaxDepth: thriftLimits.MaxDepth, MaxNodes: math.MaxInt})
-	if err != nil {
-		panic("pme: internal error: a footer tree does not decode: " + err.Error())
-	}
-	return v.Root()
-}
+// root returns the footer's FileMetaData.
+func (f *Footer) root() thrift.Node { return f.view.Root() }
 
-// size returns the length in bytes of the FileMetaData as opened (or as
-// edited): what the limits on its parts are relative to.
-func (f *Footer) size() int {
-	if f.view != nil {
-		return f.view.Len()
-	}
-	return f.meta.EncodedLen()
-}
+// size returns the length in bytes of the FileMetaData as opened: what the
+// limits on its parts are relative to.
+func (f *Footer) size() int { return f.view.Len() }
 
 // Len returns the length in bytes of the encoded FileMetaData.
 func (f *Footer) Len() int {
-	switch {
-	case f.meta != nil:
-		return f.meta.EncodedLen()
-	case f.strip:
+	if f.strip {
 		return len(f.Append(nil))
 	}
 	return f.view.Len()
@@ -58,22 +37,10 @@ func (f *Footer) Len() int {
 
 // Append appends the Thrift compact encoding of the FileMetaData to dst.
 func (f *Footer) Append(dst []byte) []byte {
-	switch {
-	case f.meta != nil:
-		return f.meta.Append(dst)
-	case f.strip:
+	if f.strip {
 		return thrift.AppendView(dst, f.view.Root(), f.dropForReading())
 	}
 	return append(dst, f.view.Bytes()...)
-}
-
-// Seal encodes the footer and seals it as one module under dek with a fresh
-// nonce: the encrypted footer of Section 11.4. A footer sealed again (after
-// padding) gets a fresh nonce, like every module.
-func (f *Footer) Seal(dek DEK) ([]byte, error) {
-	plain := f.Append(nil)
-	defer clear(plain)
-	return dek.Seal(nil, plain)
 }
 
 // OpenFooter authenticates and decrypts a footer module body under dek and
@@ -93,7 +60,7 @@ func OpenFooter(dek DEK, body []byte) (*Footer, error) {
 // ParseFooter decodes a plaintext FileMetaData as OpenFooter does, under
 // the same limits: what a writer runs on the footer it is about to seal, so
 // that it never publishes a footer its reader refuses. The Footer keeps
-// plain.
+// plain, which must not change while it is used.
 func ParseFooter(plain []byte) (*Footer, error) {
 	view, err := thrift.DecodeView(plain, footerLimits(len(plain)))
 	if err != nil {
@@ -115,75 +82,13 @@ const DefaultMaxFooterRegion = 256 << 20
 // whichever is larger.
 func MaxFooterRegion(size int64) int64 { return max(DefaultMaxFooterRegion, size/16) }
 
-// edit makes the footer an editable tree.
-func (f *Footer) edit() {
-	if f.meta != nil {
-		return
-	}
-	f.meta = f.view.Tree()
-	if f.strip {
-		f.stripTree()
-	}
-	f.view, f.strip = nil, false
+// A Span is a byte range [Off, Off+Len) of a file.
+type Span struct {
+	Off, Len int64
 }
 
-// dropOutsideChunk deletes from a ColumnChunk, and its ColumnMetaData if md
-// is not nil, every field that addresses bytes outside the chunk's pages:
-// the page indexes, the index page, the bloom filter, and the column crypto
-// metadata.
-func dropOutsideChunk(cc, md *thrift.Struct) {
-	for id := int16(ccOffsetIndexOffset); id <= ccEncryptedColumnMD; id++ {
-		cc.Delete(id)
-	}
-	if md != nil {
-		md.Delete(cmdIndexPageOffset)
-		md.Delete(cmdBloomFilterOffset)
-		md.Delete(cmdBloomFilterLength)
-	}
-}
-
-// rowGroups returns the row groups of the tree.
-func (f *Footer) rowGroups() ([]*thrift.Struct, error) {
-	v := f.meta.Field(fmdRowGroups)
-	if v == nil {
-		return nil, fmt.Errorf("%w: FileMetaData has no row_groups", ErrFormat)
-	}
-	if v.Type != thrift.TypeList || v.List.Elem != thrift.TypeStruct {
-		return nil, fmt.Errorf("%w: FileMetaData.row_groups is not a list of structs", ErrFormat)
-	}
-	out := make([]*thrift.Struct, len(v.List.Items))
-	for i, it := range v.List.Items {
-		out[i] = it.Struct
-	}
-	return out, nil
-}
-
-// plainSpan returns the span of a column chunk as its ColumnMetaData states
-// it, and its dictionary_page_offset (0 if none).
-func plainSpan(md *thrift.Struct) (Span, int64, error) {
-	data, err := md.I64(cmdDataPageOffset)
-	if err != nil {
-		return Span{}, 0, err
-	}
-	size, err := md.I64(cmdTotalCompressed)
-	if err != nil {
-		return Span{}, 0, err
-	}
-	start, dict := data, int64(0)
-	if v := md.Field(cmdDictPageOffset); v != nil {
-		if v.Type != thrift.TypeI64 {
-			return Span{}, 0, fmt.Errorf("dictionary_page_offset is %v", v.Type)
-		}
-		if v.Int > 0 {
-			dict = v.Int
-			start = min(start, dict)
-		}
-	}
-	if start < 4 || size <= 0 || start > (1<<62)-size {
-		return Span{}, 0, fmt.Errorf("column chunk [%d, +%d) is out of range", start, size)
-	}
-	return Span{Off: start, Len: size}, dict, nil
-}
+// End returns Off + Len.
+func (s Span) End() int64 { return s.Off + s.Len }
 
 // ColumnChunks returns the spans of every column chunk, by row group, as the
 // footer states them. Each span covers the chunk's modules, from the length
@@ -223,7 +128,9 @@ func (f *Footer) ColumnChunks() ([][]Span, error) {
 	return out, nil
 }
 
-// chunkSpan is plainSpan over a View.
+// chunkSpan returns the span of a column chunk as its ColumnMetaData md
+// states it: from the dictionary page, if any, for total_compressed_size
+// bytes.
 func chunkSpan(md thrift.Node) (Span, error) {
 	data, err := md.I64(cmdDataPageOffset)
 	if err != nil {
@@ -304,59 +211,6 @@ func (f *Footer) KeyValues() ([]KeyValue, error) {
 // a pad may need up to 4 GiB, which no footer holds (Section 11.8).
 const MaxPadValue = math.MaxInt32
 
-// SetPad sets the footer's one reserved padding entry (Section 11.8) to key
-// p.Key() and p.ValueLen zero bytes, always writing the value field. The
-// footer must hold exactly one key-value entry whose key starts with
-// padme.PadKey. A pad longer than MaxPadValue, or one that would make the
-// footer longer than a module holds, is refused with ErrPadding (and
-// ErrTooLarge) before anything is allocated for it.
-func (f *Footer) SetPad(p padme.Pad) error {
-	if err := padFits(f.Len(), p); err != nil {
-		return err
-	}
-	f.edit()
-	e, err := f.padEntry()
-	if err != nil {
-		return err
-	}
-	e.Set(kvKey, thrift.Binary([]byte(p.Key())))
-	e.Set(kvValue, thrift.Binary(make([]byte, p.ValueLen)))
-	return nil
-}
-
-// padFits checks, in closed form, that pad p fits a footer whose encoding
-// is footerLen bytes before it is set.
-func padFits(footerLen int, p padme.Pad) error {
-	if p.ValueLen > MaxPadValue {
-		return fmt.Errorf("%w: %w: a pad value of %d bytes; a Thrift binary holds at most %d", ErrPadding, ErrTooLarge, p.ValueLen, MaxPadValue)
-	}
-	if uint64(footerLen)+p.Growth() > MaxPlaintext {
-		return fmt.Errorf("%w: %w: a pad of %d bytes does not fit a footer module", ErrPadding, ErrTooLarge, p.ValueLen)
-	}
-	return nil
-}
-
-func (f *Footer) padEntry() (*thrift.Struct, error) {
-	v := f.meta.Field(fmdKeyValueMetadata)
-	var entry *thrift.Struct
-	if v != nil && v.Type == thrift.TypeList && v.List.Elem == thrift.TypeStruct {
-		for _, it := range v.List.Items {
-			k, err := it.Struct.Binary(kvKey)
-			if err != nil || !padme.IsReserved(string(k)) {
-				continue
-			}
-			if entry != nil {
-				return nil, fmt.Errorf("%w: more than one %s entry", ErrLayout, padme.PadKey)
-			}
-			entry = it.Struct
-		}
-	}
-	if entry == nil {
-		return nil, fmt.Errorf("%w: no %s entry", ErrLayout, padme.PadKey)
-	}
-	return entry, nil
-}
-
 // ArrowSchemaKey is the footer key-value entry in which Arrow writers store
 // the serialized Arrow schema (an Arrow IPC message, base64).
 const ArrowSchemaKey = "ARROW:schema"
@@ -373,51 +227,19 @@ func stripped(key string) bool { return padme.IsReserved(key) || key == ArrowSch
 // outside the column chunks (page indexes, bloom filters, column crypto
 // metadata), which a SOP-PME-1 reader never reads; and every schema
 // element's logicalType that names no type a decoder knows, which readers
-// must ignore (see DropUnknownLogicalTypes). KeyValues and Append reflect
-// the removal.
-func (f *Footer) StripForReading() {
-	if f.meta == nil {
-		f.strip = true
-		return
-	}
-	f.stripTree()
-}
-
-// stripTree is StripForReading on the tree.
-func (f *Footer) stripTree() {
-	f.stripKeys(stripped)
-	f.DropUnknownLogicalTypes()
-	fields := f.meta.Fields[:0]
-	for _, fd := range f.meta.Fields {
-		if fd.ID <= fmdMaxKnown {
-			fields = append(fields, fd)
-		}
-	}
-	f.meta.Fields = fields
-	rgs, err := f.rowGroups()
-	if err != nil {
-		return
-	}
-	for _, rg := range rgs {
-		cols, err := rg.List(rgColumns)
-		if err != nil {
-			continue
-		}
-		for _, v := range cols.Items {
-			if v.Struct == nil {
-				continue
-			}
-			md, _ := v.Struct.Struct(ccMetaData)
-			dropOutsideChunk(v.Struct, md)
-		}
-	}
-}
+// must ignore, and read the column by its converted or physical type
+// (parquet-format, LogicalTypes.md; arrow-go refuses the whole schema
+// instead). KeyValues, Append and Len reflect the removal.
+func (f *Footer) StripForReading() { f.strip = true }
 
 // dropForReading returns what StripForReading removes from the View, for
 // thrift.AppendView: the entries stripped (and key_value_metadata if none
-// remains); in every ColumnChunk and its ColumnMetaData, the fields
-// dropOutsideChunk deletes; and the FileMetaData fields parquet.thrift does
-// not define, which no decoder reads.
+// remains); in every ColumnChunk and its ColumnMetaData, the fields that
+// address bytes outside the chunk's pages (the page indexes, the index
+// page, the bloom filter, the column crypto metadata); the logicalType of
+// every schema element that holds no member arrow-go knows; and the
+// FileMetaData fields parquet.thrift does not define, which no decoder
+// reads.
 func (f *Footer) dropForReading() func(path []thrift.Node) bool {
 	kvLeft := false
 	if kvs, ok := f.view.Root().Field(fmdKeyValueMetadata); ok {
@@ -452,28 +274,5 @@ func (f *Footer) dropForReading() func(path []thrift.Node) bool {
 			}
 		}
 		return false
-	}
-}
-
-// stripKeys removes the key-value entries of the tree whose key drop
-// reports.
-func (f *Footer) stripKeys(drop func(key string) bool) {
-	v := f.meta.Field(fmdKeyValueMetadata)
-	if v == nil || v.Type != thrift.TypeList {
-		return
-	}
-	items := v.List.Items[:0]
-	for _, it := range v.List.Items {
-		if it.Struct != nil {
-			if k, err := it.Struct.Binary(kvKey); err == nil && drop(string(k)) {
-				continue
-			}
-		}
-		items = append(items, it)
-	}
-	clear(v.List.Items[len(items):])
-	v.List.Items = items
-	if len(items) == 0 {
-		f.meta.Delete(fmdKeyValueMetadata)
 	}
 }

@@ -2,16 +2,14 @@ package pme
 
 import "github.com/sovm/sop-pme/internal/thrift"
 
-// Thrift field IDs of the parquet.thrift structures this package reads and
-// edits (apache/parquet-format, parquet.thrift and Encryption.md).
+// Thrift field IDs of the parquet.thrift structures this package reads
+// (apache/parquet-format, parquet.thrift and Encryption.md).
 const (
 	// FileMetaData
-	fmdSchema             = 2
-	fmdRowGroups          = 4
-	fmdKeyValueMetadata   = 5
-	fmdEncryptionAlgo     = 8
-	fmdFooterSigningKeyMD = 9
-	fmdMaxKnown           = 9 // the largest field ID of FileMetaData
+	fmdSchema           = 2
+	fmdRowGroups        = 4
+	fmdKeyValueMetadata = 5
+	fmdMaxKnown         = 9 // the largest field ID of FileMetaData
 
 	// SchemaElement
 	seName     = 4
@@ -23,35 +21,21 @@ const (
 	kvValue = 2
 
 	// RowGroup
-	rgColumns         = 1
-	rgTotalByteSize   = 2
-	rgFileOffset      = 5
-	rgTotalCompressed = 6
-	rgOrdinal         = 7
+	rgColumns = 1
 
 	// ColumnChunk
 	ccFilePath          = 1
-	ccFileOffset        = 2
 	ccMetaData          = 3
 	ccOffsetIndexOffset = 4
-	ccOffsetIndexLength = 5
-	ccColumnIndexOffset = 6
-	ccColumnIndexLength = 7
-	ccCryptoMetadata    = 8
 	ccEncryptedColumnMD = 9
 
 	// ColumnMetaData
-	cmdTotalUncompressed = 6
 	cmdTotalCompressed   = 7
 	cmdDataPageOffset    = 9
 	cmdIndexPageOffset   = 10
 	cmdDictPageOffset    = 11
 	cmdBloomFilterOffset = 14
 	cmdBloomFilterLength = 15
-
-	// PageHeader
-	phUncompressedSize = 2
-	phCompressedSize   = 3
 
 	// FileCryptoMetaData
 	fcmAlgorithm   = 1
@@ -68,7 +52,7 @@ const (
 )
 
 // MaxPageSize is the largest page, compressed or not, in bytes, that the
-// Sealer seals and that package reader decodes: 256 MiB, arrow-go's default
+// writer seals and that package reader decodes: 256 MiB, arrow-go's default
 // limit for uncompressed pages. A larger page would make an object its
 // readers refuse, so it is refused before anything is published.
 const MaxPageSize = 256 << 20

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
@@ -66,7 +66,7 @@ func newScanBench(b *testing.B) *scanBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := writer.New(st, benchdata.Schema())
+	w, err := writer.New(context.Background(), st, benchdata.Schema())
 	if err != nil {
 		b.Fatal(err)
 	}

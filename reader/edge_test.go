@@ -278,7 +278,7 @@ func TestLargePageReadable(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema) // default options
+	w, err := writer.New(context.Background(), st, schema) // default options
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestParallelOpen(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema, writer.WithRowGroupRows(rg), writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false))
+	w, err := writer.New(context.Background(), st, schema, writer.WithRowGroupRows(rg), writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func Example() {
 	b.Field(1).(*array.Int64Builder).AppendValues([]int64{3, 5, 8}, nil)
 	rec := b.NewRecordBatch()
 
-	w, _ := writer.New(store, schema)
+	w, _ := writer.New(ctx, store, schema)
 	w.Write(rec)
 	obj, _ := w.Close(ctx)
 	ring.Put(ctx, obj.StorageID, obj.DEK)
@@ -74,7 +74,7 @@ func ExampleReader_Stats() {
 		b.Field(1).(*array.Int64Builder).Append(i * i)
 	}
 	rec := b.NewRecordBatch()
-	w, _ := writer.New(store, schema)
+	w, _ := writer.New(ctx, store, schema)
 	w.Write(rec)
 	obj, _ := w.Close(ctx)
 	ring.Put(ctx, obj.StorageID, obj.DEK)

@@ -6,12 +6,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// TestRoundTripTestTables: every type of internal/testtables, those that
+// TestRoundTripTestTables: every type of internal/testkit/testtables, those that
 // only ARROW:schema tells apart included (time zones, large offsets,
 // durations, dictionaries, extension types), reads back in the type it was
 // written in (arrow.TypeEqual, field metadata aside) with equal values

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sovm/sop-pme/internal/hostile"
+	"github.com/sovm/sop-pme/internal/testkit/hostile"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/verify"

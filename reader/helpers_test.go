@@ -7,14 +7,14 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
 )
 
-// memStore is internal/memstore's in-memory store (a blobs.Store and a
+// memStore is internal/testkit/memstore's in-memory store (a blobs.Store and a
 // verify.Source that counts the bytes and slices it serves), under the
 // names these tests use.
 type memStore struct{ *memstore.Store }
@@ -49,7 +49,7 @@ func (k keys) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) 
 // writer's options.
 func writeObject(t testing.TB, st *memStore, schema *arrow.Schema, rec arrow.RecordBatch, opts ...writer.Option) writer.Object {
 	t.Helper()
-	w, err := writer.New(st, schema, opts...)
+	w, err := writer.New(context.Background(), st, schema, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

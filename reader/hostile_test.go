@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sovm/sop-pme/internal/hostile"
+	"github.com/sovm/sop-pme/internal/testkit/hostile"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"

@@ -10,8 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/sovm/sop-pme/internal/pqtypes"
-	"github.com/sovm/sop-pme/internal/testtables"
-	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -68,7 +67,7 @@ func TestSealedTimestamps(t *testing.T) {
 	// rather than publish an object whose scan fails.
 	far := testtables.Timestamps(append(vals, testtables.Int96(testtables.Int96Epoch-110_000_000, 0)))
 	_, err := writer.SealFile(context.Background(), newMemStore(), bytes.NewReader(far), int64(len(far)))
-	if !errors.Is(err, pme.ErrPlaintextParquet) || !errors.Is(err, pqtypes.ErrInt96) {
+	if !errors.Is(err, writer.ErrPlaintextParquet) || !errors.Is(err, pqtypes.ErrInt96) {
 		t.Errorf("sealing a value beyond the µs range: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/sovm/sop-pme/internal/pagecheck"
+	"github.com/sovm/sop-pme/internal/pagebound/pagecheck"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -25,7 +25,7 @@ type chunkInfo struct {
 }
 
 // checkPages checks the pages of a column chunk before arrow-go sees them,
-// by the rules of package internal/pagecheck (which the sealer applies to
+// by the rules of package internal/pagebound/pagecheck (which the sealer applies to
 // every page it seals, so that no object the writer publishes fails them).
 // ct is the chunk's modules (each with its length prefix) and plain their
 // plaintexts, back to back. The chunk must be whole pages, a header module

@@ -67,7 +67,7 @@
 //     which turns any panic of the decoder into an error (ErrDecode); no
 //     goroutine arrow-go starts decodes. Every error of a scan is typed.
 //
-// Under these rules the hostile objects of internal/hostile open, scan and
+// Under these rules the hostile objects of internal/testkit/hostile open, scan and
 // check within 64 MiB + 16 × (footer bytes + the largest column chunk) of
 // Go heap, plus 64 KiB for each leaf column whose decoder the default memory
 // limit makes room for (at most DefaultMaxColumns), as a test measures.

@@ -73,7 +73,7 @@ func TestMetadata(t *testing.T) {
 	schema, rec := fiveColumns(t, 10)
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema, writer.WithMetadata("team", "blue"))
+	w, err := writer.New(ctx, st, schema, writer.WithMetadata("team", "blue"))
 	if err != nil {
 		t.Fatal(err)
 	}

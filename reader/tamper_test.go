@@ -110,7 +110,7 @@ func TestTamper(t *testing.T) {
 	schema, rec := fiveColumns(t, rows)
 	defer rec.Release()
 	orig := newMemStore()
-	w, _ := writer.New(orig, schema, writer.WithRowGroupRows(rgRows), writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false))
+	w, _ := writer.New(ctx, orig, schema, writer.WithRowGroupRows(rgRows), writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false))
 	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}

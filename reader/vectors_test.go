@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sovm/sop-pme/internal/vectors"
+	"github.com/sovm/sop-pme/internal/testkit/vectors"
 )
 
 // loadVectors reads the SOP-PME-1 test vectors of testdata/vectors at the

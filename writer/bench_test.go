@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -55,7 +55,7 @@ func writePlaintext(b testing.TB, schema *arrow.Schema, rec arrow.RecordBatch, b
 }
 
 func writeSOP(b *testing.B, st blobs.Store, schema *arrow.Schema, rec arrow.RecordBatch) writer.Object {
-	w, err := writer.New(st, schema)
+	w, err := writer.New(context.Background(), st, schema)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func BenchmarkWriteLarge(b *testing.B) {
 				}
 			}
 		}()
-		w, err := writer.New(st, schema, writer.WithCodec(writer.Uncompressed), writer.WithRowGroupBytes(rgBytes), writer.WithRowGroupRows(1<<30))
+		w, err := writer.New(context.Background(), st, schema, writer.WithCodec(writer.Uncompressed), writer.WithRowGroupBytes(rgBytes), writer.WithRowGroupRows(1<<30))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,8 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/sovm/sop-pme/internal/lz4hadoop"
-	"github.com/sovm/sop-pme/internal/memstore"
-	"github.com/sovm/sop-pme/internal/plainedit"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"
@@ -158,7 +158,7 @@ func codecsOf(t *testing.T, st *memstore.Store, obj writer.Object) map[compress.
 // Hadoop-framed (parquet-mr) or bare blocks (older parquet-cpp), V1 or
 // compressed V2 pages, dictionary pages too; the object's chunks say
 // LZ4_RAW, and it reads back as the file's rows. Before, SealFile refused
-// them (pme.ErrCodec) and import's re-encoding failed in arrow-go
+// them (writer.ErrCodec) and import's re-encoding failed in arrow-go
 // ("compression for LZ4 unimplemented"; parquet-testing's three LZ4 files).
 func TestSealFileLZ4(t *testing.T) {
 	_, rec := testTable(t, 2000, "")
@@ -200,7 +200,7 @@ func TestSealFileLZ4(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := newMemStore()
-	if _, err := writer.SealFile(context.Background(), st, bytes.NewReader(garbled), int64(len(garbled))); !errors.Is(err, pme.ErrPlaintextParquet) || !errors.Is(err, lz4hadoop.ErrCorrupt) {
+	if _, err := writer.SealFile(context.Background(), st, bytes.NewReader(garbled), int64(len(garbled))); !errors.Is(err, writer.ErrPlaintextParquet) || !errors.Is(err, lz4hadoop.ErrCorrupt) {
 		t.Errorf("garbled LZ4 pages: %v, want ErrPlaintextParquet and lz4hadoop.ErrCorrupt", err)
 	}
 	if st.count() != 0 {
@@ -227,8 +227,8 @@ func objectFooter(t *testing.T, data []byte, dek pme.DEK) *pme.Footer {
 }
 
 // TestSealFileEncodings: a page in an encoding DuckDB 1.5.6 or arrow-go
-// cannot read (see pme.ErrEncoding) is refused with ErrNotSealable and
-// pme.ErrEncoding, naming its column, and nothing is published; import then
+// cannot read (see writer.ErrEncoding) is refused with ErrNotSealable and
+// writer.ErrEncoding, naming its column, and nothing is published; import then
 // re-encodes the rows. Encodings both read seal. Before, the sealer sealed
 // every encoding: BYTE_STREAM_SPLIT INT32, INT64 and FIXED_LEN_BYTE_ARRAY
 // pages made objects DuckDB cannot read with their DEK (parquet-testing's
@@ -258,9 +258,9 @@ func TestSealFileEncodings(t *testing.T) {
 		plain := plainParquet(t, rec, bss(col)...)
 		st := newMemStore()
 		_, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithAssignFieldIDs())
-		var ce *pme.ColumnError
-		if !errors.Is(err, writer.ErrNotSealable) || !errors.Is(err, pme.ErrEncoding) || !errors.As(err, &ce) || ce.Column != col {
-			t.Errorf("BYTE_STREAM_SPLIT %s: %v, want ErrNotSealable and pme.ErrEncoding naming %s", col, err, col)
+		var ce *writer.ColumnError
+		if !errors.Is(err, writer.ErrNotSealable) || !errors.Is(err, writer.ErrEncoding) || !errors.As(err, &ce) || ce.Column != col {
+			t.Errorf("BYTE_STREAM_SPLIT %s: %v, want ErrNotSealable and writer.ErrEncoding naming %s", col, err, col)
 		}
 		if st.count() != 0 {
 			t.Errorf("BYTE_STREAM_SPLIT %s: an object was published", col)
@@ -328,7 +328,7 @@ func onPages(col int, edit func(p *plainedit.Page) error) func(p *plainedit.Page
 // TestSealFileRefusesWhatTheReaderRefuses: files whose pages pass every
 // check of the sealer's own but that the reader refuses, made as
 // parquet-testing's bad_data/ has them, are refused with
-// pme.ErrPlaintextParquet naming the reason, and nothing is published
+// writer.ErrPlaintextParquet naming the reason, and nothing is published
 // (import then tries to encode the rows again, which fails with arrow-go's
 // reason). Before, each sealed, reader.Check called the object conformant,
 // and every read of it failed:
@@ -399,8 +399,8 @@ func TestSealFileRefusesWhatTheReaderRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st := newMemStore()
 			_, err := writer.SealFile(context.Background(), st, bytes.NewReader(c.file), int64(len(c.file)), writer.WithAssignFieldIDs())
-			if !errors.Is(err, pme.ErrPlaintextParquet) || errors.Is(err, writer.ErrNotSealable) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got %v, want pme.ErrPlaintextParquet saying %q", err, c.want)
+			if !errors.Is(err, writer.ErrPlaintextParquet) || errors.Is(err, writer.ErrNotSealable) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want writer.ErrPlaintextParquet saying %q", err, c.want)
 			}
 			if st.count() != 0 || st.abortCount() != st.created {
 				t.Errorf("%d objects published, %d staged, %d aborted", st.count(), st.created, st.abortCount())

@@ -25,7 +25,7 @@ import (
 // the object for ever. So each row group is decoded as the reader decodes
 // it (arrow-go's pqarrow, every column, in batches of the reader's
 // default size, within the reader's default memory limit for a scan of
-// it), from its pages as they were sealed (pme.Sealer.OnRowGroupFile),
+// it), from its pages as they were sealed (seal.Sealer.OnRowGroupFile),
 // before the next row group is sealed. Nothing decoded is kept.
 
 // errDecodeLimit is what decodeRowGroup's allocator panics with beyond its
@@ -38,7 +38,7 @@ const decodeBatch = 1 << 16
 // decodeRowGroup decodes the one row group of the plaintext Parquet file f,
 // of size bytes, and discards what it decodes. A row
 // group that does not decode, or not to its rows, is an error matching
-// pme.ErrPlaintextParquet; one that needs more memory than a reader's
+// ErrPlaintextParquet; one that needs more memory than a reader's
 // default limit, ErrNotSealable (encoding it again may fit).
 func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) {
 	mem := &limitedAlloc{mem: memory.DefaultAllocator}
@@ -48,7 +48,7 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 				err = fmt.Errorf("%w: %w", ErrNotSealable, pe)
 				return
 			}
-			err = fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, p)
+			err = fmt.Errorf("%w: the rows do not decode: %v", ErrPlaintextParquet, p)
 		}
 	}()
 	props := parquet.NewReaderProperties(mem)
@@ -58,7 +58,7 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 	props.MaxUncompressedPageSize = pme.MaxPageSize
 	pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, size), file.WithReadProps(props))
 	if err != nil {
-		return fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, err)
+		return fmt.Errorf("%w: the rows do not decode: %v", ErrPlaintextParquet, err)
 	}
 	defer pf.Close()
 	md := pf.MetaData()
@@ -79,7 +79,7 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 	batchLimit := reader.DefaultMemoryLimit(0, chunks)
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: decodeBatch}, mem)
 	if err != nil {
-		return fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, err)
+		return fmt.Errorf("%w: the rows do not decode: %v", ErrPlaintextParquet, err)
 	}
 	// In the types the reader reads (INT96 at the unit it reads them in,
 	// refinements of ARROW:schema): pqtypes, as the reader applies it.
@@ -90,7 +90,7 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 	fields, _ := pqtypes.Apply(md.Schema, fr.Manifest, stored)
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, err)
+		return fmt.Errorf("%w: the rows do not decode: %v", ErrPlaintextParquet, err)
 	}
 	defer rr.Release()
 	got := rr.Schema()
@@ -112,7 +112,7 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 		}
 		out, err := pqtypes.Record(sc, rr.RecordBatch())
 		if err != nil {
-			return fmt.Errorf("%w: the rows do not decode: %w", pme.ErrPlaintextParquet, err)
+			return fmt.Errorf("%w: the rows do not decode: %w", ErrPlaintextParquet, err)
 		}
 		rows += out.NumRows()
 		out.Release()
@@ -121,10 +121,10 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%w: the rows do not decode: %v", pme.ErrPlaintextParquet, err)
+		return fmt.Errorf("%w: the rows do not decode: %v", ErrPlaintextParquet, err)
 	}
 	if rows != want {
-		return fmt.Errorf("%w: the rows decode to %d rows, the row group has %d", pme.ErrPlaintextParquet, rows, want)
+		return fmt.Errorf("%w: the rows decode to %d rows, the row group has %d", ErrPlaintextParquet, rows, want)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ import (
 //     first), and the levels and pages.
 //
 // Measured against arrow-go v18.8.0's decoder over every type of
-// internal/testtables, the need is at least what decoding a batch of one
+// internal/testkit/testtables, the need is at least what decoding a batch of one
 // column allocates through the scan's budget, by a margin of 1.1 to 4, and
 // the sum over a batch's columns of what they keep, plus the largest
 // difference of need and retained, at least what decoding a batch of all

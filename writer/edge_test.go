@@ -38,7 +38,7 @@ func TestManyColumnChunks(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	st := newMemStore()
-	w, err := writer.New(st, schema, writer.WithRowGroupRows(1), writer.WithCodec(writer.Uncompressed))
+	w, err := writer.New(context.Background(), st, schema, writer.WithRowGroupRows(1), writer.WithCodec(writer.Uncompressed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestErrClosedAfterAbort(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := writer.New(newMemStore(), schema, writer.WithContext(ctx))
+	w, err := writer.New(ctx, newMemStore(), schema)
 	if err != nil {
 		t.Fatal(err)
 	}

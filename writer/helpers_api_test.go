@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -88,7 +88,7 @@ func TestAssignFieldIDs(t *testing.T) {
 			t.Fatalf("second pass: %v %s", err, ids(again))
 		}
 		// The result is a schema the writer takes.
-		w, err := writer.New(memstore.New(), got)
+		w, err := writer.New(context.Background(), memstore.New(), got)
 		if err != nil {
 			t.Fatalf("writer.New refuses the assigned schema: %v", err)
 		}
@@ -123,7 +123,7 @@ func TestAssignFieldIDs(t *testing.T) {
 		if want := "a=3 s=1 s.x=2"; ids(got) != want {
 			t.Fatalf("got %s\nwant %s", ids(got), want)
 		}
-		if _, err := writer.New(memstore.New(), s); !errors.Is(err, writer.ErrFieldID) {
+		if _, err := writer.New(context.Background(), memstore.New(), s); !errors.Is(err, writer.ErrFieldID) {
 			t.Errorf("New takes field ID 0: %v", err)
 		}
 	})
@@ -200,7 +200,7 @@ func TestCompressionLevel(t *testing.T) {
 	schema, rec := testTable(t, 20000, "")
 	defer rec.Release()
 	size := func(level int) uint64 {
-		w, err := writer.New(memstore.New(), schema, writer.WithCompressionLevel(level), writer.WithDictionary(false))
+		w, err := writer.New(ctx, memstore.New(), schema, writer.WithCompressionLevel(level), writer.WithDictionary(false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestCompressionLevel(t *testing.T) {
 		t.Fatalf("level 19 gives %d bytes, level 1 %d", small, fast)
 	}
 	for _, l := range []int{0, 23, -1} {
-		if _, err := writer.New(memstore.New(), schema, writer.WithCompressionLevel(l)); !errors.Is(err, writer.ErrOption) {
+		if _, err := writer.New(ctx, memstore.New(), schema, writer.WithCompressionLevel(l)); !errors.Is(err, writer.ErrOption) {
 			t.Errorf("level %d: %v, want ErrOption", l, err)
 		}
 	}
@@ -261,7 +261,7 @@ func TestParallelismIndependent(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		cryptotest.SetGlobalRandom(t, 42)
 		st := memstore.New()
-		w, err := writer.New(st, schema, writer.WithParallelism(n), writer.WithRowGroupRows(4000))
+		w, err := writer.New(context.Background(), st, schema, writer.WithParallelism(n), writer.WithRowGroupRows(4000))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -105,7 +105,7 @@ func (p *memPending) Abort() error {
 // writeObject writes recs with opts into st and returns the Object.
 func writeObject(t *testing.T, st blobs.Store, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...writer.Option) writer.Object {
 	t.Helper()
-	w, err := writer.New(st, schema, opts...)
+	w, err := writer.New(context.Background(), st, schema, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,7 +297,7 @@ func TestNoPlaintextLeakInStore(t *testing.T) {
 	obj := writeObject(t, st, schema, []arrow.RecordBatch{rec}, writer.WithRowGroupRows(700),
 		writer.WithMetadata("k-"+canary, canary))
 	// A write that fails half way leaves nothing behind, canary or not.
-	w, err := writer.New(st, schema)
+	w, err := writer.New(context.Background(), st, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestBadInput(t *testing.T) {
 	t.Run("nil and empty schema", func(t *testing.T) {
 		st := newMemStore()
 		for _, s := range []*arrow.Schema{nil, arrow.NewSchema(nil, nil)} {
-			if _, err := writer.New(st, s); !errors.Is(err, writer.ErrSchema) {
+			if _, err := writer.New(ctx, st, s); !errors.Is(err, writer.ErrSchema) {
 				t.Errorf("New(%v) = %v, want ErrSchema", s, err)
 			}
 		}
@@ -385,7 +385,7 @@ func TestBadInput(t *testing.T) {
 			"map value dup key": {f("m", arrow.MapOfFields(f("key", arrow.BinaryTypes.String, "2"), f("value", i64, "2")), "1")},
 		} {
 			st := newMemStore()
-			if _, err := writer.New(st, arrow.NewSchema(fields, nil)); !errors.Is(err, writer.ErrFieldID) {
+			if _, err := writer.New(ctx, st, arrow.NewSchema(fields, nil)); !errors.Is(err, writer.ErrFieldID) {
 				t.Errorf("%s: New = %v, want ErrFieldID", name, err)
 			}
 			if st.created != 0 {
@@ -398,10 +398,10 @@ func TestBadInput(t *testing.T) {
 		st := newMemStore()
 		md := arrow.NewMetadata([]string{padme.PadKey + "-"}, []string{""})
 		s := arrow.NewSchema(schema.Fields(), &md)
-		if _, err := writer.New(st, s); !errors.Is(err, writer.ErrReservedKey) {
+		if _, err := writer.New(ctx, st, s); !errors.Is(err, writer.ErrReservedKey) {
 			t.Errorf("schema metadata: %v", err)
 		}
-		if _, err := writer.New(st, schema, writer.WithMetadata(padme.PadKey, "x")); !errors.Is(err, writer.ErrReservedKey) {
+		if _, err := writer.New(ctx, st, schema, writer.WithMetadata(padme.PadKey, "x")); !errors.Is(err, writer.ErrReservedKey) {
 			t.Errorf("WithMetadata: %v", err)
 		}
 	})
@@ -409,25 +409,29 @@ func TestBadInput(t *testing.T) {
 	t.Run("bad options", func(t *testing.T) {
 		st := newMemStore()
 		for _, o := range []writer.Option{writer.WithRowGroupRows(0), writer.WithRowGroupBytes(-1), writer.WithDataPageSize(0),
-			writer.WithDataPageVersion(3), writer.WithCodec(writer.Codec(9)), writer.WithContext(nil)} {
-			if _, err := writer.New(st, schema, o); !errors.Is(err, writer.ErrOption) {
+			writer.WithDataPageVersion(3), writer.WithCodec(writer.Codec(9))} {
+			if _, err := writer.New(ctx, st, schema, o); !errors.Is(err, writer.ErrOption) {
 				t.Errorf("option: %v, want ErrOption", err)
 			}
 		}
+		var nilCtx context.Context
+		if _, err := writer.New(nilCtx, st, schema); !errors.Is(err, writer.ErrOption) {
+			t.Errorf("nil context: %v, want ErrOption", err)
+		}
 		for _, c := range []writer.Codec{writer.Zstd, writer.Snappy} {
 			o := []writer.Option{writer.WithCodec(c), writer.WithDataPageVersion(writer.DataPageV2)}
-			if _, err := writer.New(st, schema, o...); !errors.Is(err, writer.ErrOption) {
+			if _, err := writer.New(ctx, st, schema, o...); !errors.Is(err, writer.ErrOption) {
 				t.Errorf("V2 with %v: %v, want ErrOption", c, err)
 			}
 		}
-		if _, err := writer.New(nil, schema); !errors.Is(err, writer.ErrOption) {
+		if _, err := writer.New(ctx, nil, schema); !errors.Is(err, writer.ErrOption) {
 			t.Errorf("nil store: %v", err)
 		}
 	})
 
 	t.Run("record schema differs", func(t *testing.T) {
 		st := newMemStore()
-		w, err := writer.New(st, schema)
+		w, err := writer.New(ctx, st, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,7 +457,7 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("after close", func(t *testing.T) {
 		st := newMemStore()
-		w, err := writer.New(st, schema)
+		w, err := writer.New(ctx, st, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -480,7 +484,7 @@ func TestBadInput(t *testing.T) {
 			st.failAfter = at
 			// The store may fail at the first byte (New writes the magic),
 			// mid-way (Write), or at the end (Close).
-			w, err := writer.New(st, schema, writer.WithRowGroupRows(3))
+			w, err := writer.New(ctx, st, schema, writer.WithRowGroupRows(3))
 			if err == nil {
 				if err = w.Write(rec); err == nil {
 					_, err = w.Close(ctx)
@@ -503,7 +507,7 @@ func TestBadInput(t *testing.T) {
 	t.Run("context cancelled mid-write", func(t *testing.T) {
 		st := newMemStore()
 		cctx, cancel := context.WithCancel(ctx)
-		w, err := writer.New(st, schema, writer.WithContext(cctx), writer.WithRowGroupRows(4))
+		w, err := writer.New(cctx, st, schema, writer.WithRowGroupRows(4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -524,7 +528,7 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("close context cancelled", func(t *testing.T) {
 		st := newMemStore()
-		w, err := writer.New(st, schema)
+		w, err := writer.New(ctx, st, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,7 +587,7 @@ func TestAbandonedWriter(t *testing.T) {
 	defer rec.Release()
 	st := newMemStore()
 	func() {
-		w, err := writer.New(st, schema)
+		w, err := writer.New(context.Background(), st, schema)
 		if err != nil {
 			t.Fatal(err)
 		}

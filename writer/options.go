@@ -1,7 +1,6 @@
 package writer
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"unicode/utf8"
@@ -49,7 +48,6 @@ const (
 )
 
 type config struct {
-	ctx           context.Context
 	codec         Codec
 	rowGroupRows  int64
 	rowGroupBytes int64
@@ -68,7 +66,6 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		ctx:           context.Background(),
 		codec:         Zstd,
 		rowGroupRows:  DefaultRowGroupRows,
 		rowGroupBytes: DefaultRowGroupBytes,
@@ -173,19 +170,6 @@ func WithDictionary(on bool) Option {
 		if on {
 			cfg.dictionary = dictionaryOn
 		}
-		return nil
-	}
-}
-
-// WithContext bounds the whole write by ctx: once ctx is done, Write and
-// Close fail with its error and nothing is published. Close's own context
-// applies as well.
-func WithContext(ctx context.Context) Option {
-	return func(cfg *config) error {
-		if ctx == nil {
-			return fmt.Errorf("%w: nil context", ErrOption)
-		}
-		cfg.ctx = ctx
 		return nil
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/seal"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
 	"github.com/sovm/sop-pme/keyref"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -28,7 +29,7 @@ func TestPadBeyondThriftBinary(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	st := memstore.New()
-	w, err := New(st, schema)
+	w, err := New(ctx, st, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,11 @@ func TestPadBeyondThriftBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	footer, err := pme.OpenFooter(obj.DEK, tail.FooterBody)
+	plain, err := obj.DEK.Open(nil, tail.FooterBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	footer, err := seal.DecodeFooter(plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +72,7 @@ func TestPadBeyondThriftBinary(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err = k.pad()
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, ErrPadding) || !errors.Is(err, pme.ErrPadding) {
+	if !errors.Is(err, ErrPadding) || !errors.Is(err, seal.ErrPadding) {
 		t.Fatalf("pad: %v, want ErrPadding", err)
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
@@ -82,7 +87,7 @@ func TestCheckReadableRegion(t *testing.T) {
 	ctx := context.Background()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{FieldIDKey}, []string{"1"})}}, nil)
 	st := memstore.New()
-	w, err := New(st, schema)
+	w, err := New(ctx, st, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +101,11 @@ func TestCheckReadableRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	footer, err := pme.OpenFooter(obj.DEK, tail.FooterBody)
+	plain, err := obj.DEK.Open(nil, tail.FooterBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	footer, err := seal.DecodeFooter(plain)
 	if err != nil {
 		t.Fatal(err)
 	}

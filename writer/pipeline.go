@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/internal/seal"
 )
 
 // pipeline encodes row groups in parallel and seals them in order.
@@ -17,7 +17,7 @@ import (
 // plaintext Parquet file in memory that holds only that row group (steps 1
 // and 2 of Section 11.12 overlap: row group i+1 encodes while row group i
 // is sealed). One goroutine takes the encoded files in row-group order and
-// hands them to the pme.Sealer, which seals their pages into the object's
+// hands them to the seal.Sealer, which seals their pages into the object's
 // data region and drops everything else, then clears the plaintext. At most
 // par row groups are handed over at once (encoding, encoded and waiting, or
 // being sealed), and the Writer gathers one more, so the writer's memory
@@ -25,7 +25,7 @@ import (
 type pipeline struct {
 	schema *arrow.Schema
 	cfg    config
-	sealer *pme.Sealer
+	sealer *seal.Sealer
 
 	slots   chan struct{} // row groups handed over and not sealed: par
 	workers chan struct{} // row groups encoding: par
@@ -50,7 +50,7 @@ type job struct {
 	rowGroups int
 }
 
-func newPipeline(schema *arrow.Schema, cfg config, sealer *pme.Sealer) *pipeline {
+func newPipeline(schema *arrow.Schema, cfg config, sealer *seal.Sealer) *pipeline {
 	p := &pipeline{
 		schema: schema, cfg: cfg, sealer: sealer,
 		slots:   make(chan struct{}, cfg.parallelism),

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 )
@@ -56,7 +57,7 @@ func schemaDepth(n schema.Node, d int) int {
 // within pme.MaxFooterRegion, arrow-go decodes the footer and derives an
 // Arrow schema from it as the reader has it do, the leaf columns fit
 // reader.DefaultMaxColumns and the values reader.DefaultMaxValues.
-func checkReadable(footer *pme.Footer, region int, size uint64) error {
+func checkReadable(footer *seal.Footer, region int, size uint64) error {
 	if limit := pme.MaxFooterRegion(int64(size)); int64(region) > limit {
 		return fmt.Errorf("%w: a footer region of %d bytes in an object of %d; the reader takes at most %d", ErrReaderLimit, region, size, limit)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
@@ -78,7 +78,7 @@ func readAll(t *testing.T, st *committing, obj writer.Object) int64 {
 // the store committed.
 func writeOrRefuse(schema *arrow.Schema, rec arrow.RecordBatch, opts ...writer.Option) (*committing, writer.Object, error) {
 	st := &committing{Store: memstore.New()}
-	w, err := writer.New(st, schema, opts...)
+	w, err := writer.New(context.Background(), st, schema, opts...)
 	if err != nil {
 		return st, writer.Object{}, err
 	}

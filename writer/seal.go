@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -30,7 +31,7 @@ func WithAssignFieldIDs() Option {
 // SealFile turns the plaintext Parquet file r, of size bytes, into a new
 // SOP-PME-1 object in store, byte for byte: no page is decoded or encoded.
 // Every page header and page body of the file's column chunks becomes an
-// AES-GCM module under a fresh DEK (pme.Sealer); then the footer is
+// AES-GCM module under a fresh DEK (the Sealer of internal/seal); then the footer is
 // remapped and sealed, the key_ref written, the object padded to its Padmé
 // size and imported, by the same typed steps as a Writer's (Section 11.12,
 // steps 2 to 5). The Object it returns has a Writer's guarantees: a fresh
@@ -40,9 +41,9 @@ func WithAssignFieldIDs() Option {
 // The file's row groups, pages, codecs, encodings, statistics and
 // key-value metadata are kept, but for the pages the Sealer rewrites as
 // DuckDB reads them (compressed V2 pages as V1 ones, LZ4 pages as LZ4_RAW
-// ones; see pme.Sealer); page indexes and bloom filters are dropped
+// ones; see internal/seal); page indexes and bloom filters are dropped
 // and their offsets cleared, as SOP-PME-1 objects (and DuckDB's encrypted
-// files) have none. Options: WithContext, WithMetadata (entries appended
+// files) have none. Options: WithMetadata (entries appended
 // after the file's own), WithProgress (called after each row group sealed
 // and once after publishing; BytesIn counts the plaintext column chunks
 // sealed, then the whole file), and WithAssignFieldIDs. The options of
@@ -68,11 +69,11 @@ func WithAssignFieldIDs() Option {
 // Input that is not a plaintext Parquet file the sealer takes (no PAR1 at
 // both ends, an encrypted file, a malformed footer or page header, a column
 // chunk in another file) fails with an error matching
-// pme.ErrPlaintextParquet. A sound file SealFile cannot seal as it is (see
+// ErrPlaintextParquet. A sound file SealFile cannot seal as it is (see
 // ErrNotSealable: a codec other than UNCOMPRESSED, SNAPPY, GZIP, BROTLI,
-// ZSTD, LZ4_RAW or LZ4, an encoding DuckDB cannot read (pme.ErrEncoding),
+// ZSTD, LZ4_RAW or LZ4, an encoding DuckDB cannot read (ErrEncoding),
 // a page over pme.MaxPageSize) fails with an error
-// matching ErrNotSealable and the cause, with a *pme.ColumnError naming the
+// matching ErrNotSealable and the cause, with a *ColumnError naming the
 // column where one column is the cause; WriteRecords can re-encode it.
 // Such a refusal may come after part of the file was sealed: the pending
 // import is then aborted.
@@ -93,13 +94,13 @@ func SealFile(ctx context.Context, store blobs.Store, r io.ReaderAt, size int64,
 	if store == nil || r == nil || ctx == nil {
 		return Object{}, fmt.Errorf("%w: nil store, file or context", ErrOption)
 	}
-	alive := func() error { return errors.Join(ctx.Err(), cfg.ctx.Err()) }
+	alive := ctx.Err
 	if err := alive(); err != nil {
 		return Object{}, err
 	}
 	// Step 1 was the file's producer's; the field IDs are settled here,
 	// before anything is staged.
-	plain, err := pme.ReadPlainFooter(r, size)
+	plain, err := seal.ReadPlainFooter(r, size)
 	if err != nil {
 		return Object{}, err
 	}
@@ -153,7 +154,7 @@ func sealOptions(cfg config) error {
 
 // sealInto seals the file into out and runs steps 2 to 5.
 func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK, r io.ReaderAt, size int64, ids map[int]int32, cfg config, alive func() error) (Object, error) {
-	sealer := pme.NewSealer(out, dek)
+	sealer := seal.NewSealer(out, dek)
 	sealer.OnRowGroupFile(func(f io.ReaderAt, size int64) error {
 		if err := alive(); err != nil || cfg.noDecodeCheck {
 			return err
@@ -161,7 +162,7 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 		return decodeRowGroup(ctx, f, size)
 	})
 	var prog Progress
-	sealer.OnRowGroup(func(g pme.SealedRowGroup) error {
+	sealer.OnRowGroup(func(g seal.SealedRowGroup) error {
 		if err := alive(); err != nil {
 			return err
 		}
@@ -201,7 +202,7 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 
 // sealError marks the Sealer's refusals of a sound file ErrNotSealable.
 func sealError(err error) error {
-	for _, cause := range []error{pme.ErrCodec, pme.ErrUnboundedPage, pme.ErrTooLarge, pme.ErrEncoding} {
+	for _, cause := range []error{ErrCodec, ErrUnboundedPage, pme.ErrTooLarge, ErrEncoding} {
 		if errors.Is(err, cause) {
 			return fmt.Errorf("%w: %w", ErrNotSealable, err)
 		}
@@ -233,11 +234,11 @@ func (a aliveReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // Arrow schema has the first's shape, and its IDs say which element each
 // Arrow field comes from; that is where the ID the rule gives the field is
 // written.
-func parquetFieldIDs(f *pme.Footer, assign bool) (map[int]int32, error) {
+func parquetFieldIDs(f *seal.Footer, assign bool) (map[int]int32, error) {
 	// Fields bounds the schema (elements, depth, path bytes) before arrow-go
 	// builds anything from it.
 	if _, err := f.Fields(); err != nil {
-		return nil, fmt.Errorf("%w: %w", pme.ErrPlaintextParquet, err)
+		return nil, fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
 	}
 	asIs, err := arrowSchemaOf(f, false)
 	if err != nil {
@@ -296,7 +297,7 @@ func parquetFieldIDs(f *pme.Footer, assign bool) (map[int]int32, error) {
 	}
 	fields, err := f.Fields()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", pme.ErrPlaintextParquet, err)
+		return nil, fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
 	}
 	seen := make(map[int32]string)
 	for _, fd := range fields {
@@ -313,24 +314,24 @@ func parquetFieldIDs(f *pme.Footer, assign bool) (map[int]int32, error) {
 
 // arrowSchemaOf returns the Arrow schema pqarrow derives from the footer's
 // Parquet schema alone (not from a stored ARROW:schema), the elements
-// traced by their index if trace is set (pme.Footer.AppendSchema).
-func arrowSchemaOf(f *pme.Footer, trace bool) (s *arrow.Schema, err error) {
+// traced by their index if trace is set (seal.Footer.AppendSchema).
+func arrowSchemaOf(f *seal.Footer, trace bool) (s *arrow.Schema, err error) {
 	b, err := f.AppendSchema(nil, trace)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", pme.ErrPlaintextParquet, err)
+		return nil, fmt.Errorf("%w: %w", ErrPlaintextParquet, err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			s, err = nil, fmt.Errorf("%w: the Parquet schema has no Arrow form: %v", pme.ErrPlaintextParquet, p)
+			s, err = nil, fmt.Errorf("%w: the Parquet schema has no Arrow form: %v", ErrPlaintextParquet, p)
 		}
 	}()
 	md, err := metadata.NewFileMetaData(b, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the Parquet schema: %w", pme.ErrPlaintextParquet, err)
+		return nil, fmt.Errorf("%w: the Parquet schema: %w", ErrPlaintextParquet, err)
 	}
 	s, err = pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the Parquet schema has no Arrow form: %w", pme.ErrPlaintextParquet, err)
+		return nil, fmt.Errorf("%w: the Parquet schema has no Arrow form: %w", ErrPlaintextParquet, err)
 	}
 	return s, nil
 }

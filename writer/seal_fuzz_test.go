@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sovm/sop-pme/internal/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )

@@ -26,8 +26,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/klauspost/compress/zstd"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/memstore"
-	"github.com/sovm/sop-pme/internal/plainedit"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
@@ -470,25 +470,25 @@ func TestSealFileRefusals(t *testing.T) {
 	for name, c := range map[string]struct {
 		file    []byte
 		want    []error
-		column  string // the column a *pme.ColumnError names
+		column  string // the column a *writer.ColumnError names
 		staged  bool   // refused after the import was staged
 		message string
 	}{
 		// The first page's snappy length one more than its size: a
 		// decompressor would allocate what it says.
-		"snappy length": {file: clone(good, bumpSnappyLength(t)), want: []error{writer.ErrNotSealable, pme.ErrUnboundedPage}, column: "id", staged: true},
+		"snappy length": {file: clone(good, bumpSnappyLength(t)), want: []error{writer.ErrNotSealable, writer.ErrUnboundedPage}, column: "id", staged: true},
 		// The file as it is, but a codec DuckDB or arrow-go cannot read.
-		"LZO":           {file: editFooter(t, good, setCodec(3)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
-		"unknown codec": {file: editFooter(t, good, setCodec(99)), want: []error{writer.ErrNotSealable, pme.ErrCodec}, column: "id", staged: true},
+		"LZO":           {file: editFooter(t, good, setCodec(3)), want: []error{writer.ErrNotSealable, writer.ErrCodec}, column: "id", staged: true},
+		"unknown codec": {file: editFooter(t, good, setCodec(99)), want: []error{writer.ErrNotSealable, writer.ErrCodec}, column: "id", staged: true},
 		// Snappy pages labelled LZ4, which the sealer rewrites as LZ4_RAW
 		// (TestSealFileLZ4): they do not decompress.
-		"not LZ4":      {file: editFooter(t, good, setCodec(5)), want: []error{pme.ErrPlaintextParquet}, column: "id", staged: true},
-		"not Parquet":  {file: clone(good, func(b []byte) { copy(b, "XXXX") }), want: []error{pme.ErrPlaintextParquet}},
-		"encrypted":    {file: clone(good, func(b []byte) { copy(b[len(b)-4:], "PARE") }), want: []error{pme.ErrPlaintextParquet}},
-		"truncated":    {file: good[:len(good)/2], want: []error{pme.ErrPlaintextParquet}},
-		"short":        {file: good[:11], want: []error{pme.ErrPlaintextParquet}},
-		"page damaged": {file: clone(good, func(b []byte) { b[4] ^= 0xff }), want: []error{pme.ErrPlaintextParquet}, staged: true},
-		"reserved key": {file: reserved, want: []error{pme.ErrPlaintextParquet}, staged: true, message: padme.PadKey},
+		"not LZ4":      {file: editFooter(t, good, setCodec(5)), want: []error{writer.ErrPlaintextParquet}, column: "id", staged: true},
+		"not Parquet":  {file: clone(good, func(b []byte) { copy(b, "XXXX") }), want: []error{writer.ErrPlaintextParquet}},
+		"encrypted":    {file: clone(good, func(b []byte) { copy(b[len(b)-4:], "PARE") }), want: []error{writer.ErrPlaintextParquet}},
+		"truncated":    {file: good[:len(good)/2], want: []error{writer.ErrPlaintextParquet}},
+		"short":        {file: good[:11], want: []error{writer.ErrPlaintextParquet}},
+		"page damaged": {file: clone(good, func(b []byte) { b[4] ^= 0xff }), want: []error{writer.ErrPlaintextParquet}, staged: true},
+		"reserved key": {file: reserved, want: []error{writer.ErrPlaintextParquet}, staged: true, message: padme.PadKey},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := newMemStore()
@@ -499,9 +499,9 @@ func TestSealFileRefusals(t *testing.T) {
 				}
 			}
 			if c.column != "" {
-				var ce *pme.ColumnError
+				var ce *writer.ColumnError
 				if !errors.As(err, &ce) || ce.Column != c.column {
-					t.Errorf("got %v, want a *pme.ColumnError naming %s", err, c.column)
+					t.Errorf("got %v, want a *writer.ColumnError naming %s", err, c.column)
 				}
 			}
 			if c.message != "" && (err == nil || !strings.Contains(err.Error(), c.message)) {
@@ -661,8 +661,8 @@ func TestSealFileStreamingZstd(t *testing.T) {
 	sameRows(t, want, again)
 	again.Release()
 	_, err = writer.SealFile(context.Background(), st, bytes.NewReader(flushy), int64(len(flushy)))
-	var ce *pme.ColumnError
-	if !errors.Is(err, writer.ErrNotSealable) || !errors.Is(err, pme.ErrUnboundedPage) || !errors.As(err, &ce) || ce.RowGroup != 1 {
+	var ce *writer.ColumnError
+	if !errors.Is(err, writer.ErrNotSealable) || !errors.Is(err, writer.ErrUnboundedPage) || !errors.As(err, &ce) || ce.RowGroup != 1 {
 		t.Fatalf("got %v; want ErrNotSealable and ErrUnboundedPage naming a column of row group 1", err)
 	}
 }
@@ -686,7 +686,7 @@ func TestSealFileOptions(t *testing.T) {
 	if _, err := writer.SealFile(context.Background(), newMemStore(), nil, 0); !errors.Is(err, writer.ErrOption) {
 		t.Errorf("nil file: %v", err)
 	}
-	if _, err := writer.New(newMemStore(), rec.Schema(), writer.WithAssignFieldIDs()); !errors.Is(err, writer.ErrOption) {
+	if _, err := writer.New(context.Background(), newMemStore(), rec.Schema(), writer.WithAssignFieldIDs()); !errors.Is(err, writer.ErrOption) {
 		t.Errorf("New with WithAssignFieldIDs: %v", err)
 	}
 }
@@ -730,11 +730,11 @@ func TestSealFileAborts(t *testing.T) {
 			t.Errorf("%d published, %d staged, %d aborted", st.count(), st.created, st.abortCount())
 		}
 	})
-	t.Run("WithContext", func(t *testing.T) {
+	t.Run("cancelled before", func(t *testing.T) {
 		st := newMemStore()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithContext(ctx)); !errors.Is(err, context.Canceled) || st.created != 0 {
+		if _, err := writer.SealFile(ctx, st, bytes.NewReader(plain), int64(len(plain))); !errors.Is(err, context.Canceled) || st.created != 0 {
 			t.Errorf("got %v, %d staged", err, st.created)
 		}
 	})

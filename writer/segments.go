@@ -6,7 +6,7 @@ import (
 )
 
 // segments is an in-memory file of fixed-size blocks, which an encoded row
-// group is written into and the pme.Sealer reads back (io.ReaderAt). It
+// group is written into and the seal.Sealer reads back (io.ReaderAt). It
 // costs its size rounded up to a block, where a growing slice would double
 // and copy; its blocks are cleared (the content is plaintext) and pooled
 // when it is reset.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/keyref"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
@@ -24,7 +25,7 @@ import (
 // order, skipped or repeated: such code does not compile.
 //
 // Steps 1 and 2 are pipelined: row groups are encoded in parallel, each
-// into a plaintext Parquet file of its own in memory, and the pme.Sealer
+// into a plaintext Parquet file of its own in memory, and the seal.Sealer
 // seals their pages in order as soon as each is encoded (see pipeline), so
 // only the row groups in flight are ever held as plaintext, in memory. The
 // footer is sealed in step 2, once every row group is.
@@ -33,7 +34,7 @@ import (
 // sealed), and the footer, remapped to the sealed layout, with the caller's
 // metadata and the empty padding entry.
 type encoded struct {
-	footer  *pme.Footer
+	footer  *seal.Footer
 	dataLen int64 // "PARE" plus every data module
 	dek     pme.DEK
 }
@@ -44,7 +45,7 @@ type encoded struct {
 type encrypted struct {
 	dek          pme.DEK
 	dataLen      int64 // "PARE" plus every data module
-	footer       *pme.Footer
+	footer       *seal.Footer
 	footerModule []byte
 }
 
@@ -68,7 +69,7 @@ type padded struct {
 // (dataLen bytes: "PARE" and every data module): the caller's metadata
 // entries, then the padding entry, present and empty on every object, so
 // that L includes it (Section 11.8).
-func newEncoded(footer *pme.Footer, dataLen int64, dek pme.DEK, keyValues [][2]string) encoded {
+func newEncoded(footer *seal.Footer, dataLen int64, dek pme.DEK, keyValues [][2]string) encoded {
 	for _, kv := range keyValues {
 		footer.AppendKeyValue(kv[0], []byte(kv[1]))
 	}

@@ -46,6 +46,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -68,12 +69,13 @@ const sliceRows = 1 << 16
 // store from a third; Close (or a failure) ends them. A Writer dropped
 // without Close is aborted when the garbage collector finds it.
 type Writer struct {
+	ctx     context.Context // New's: bounds the whole write
 	cfg     config
 	schema  *arrow.Schema
 	dek     pme.DEK
 	pending blobs.Pending
 	out     *sink
-	sealer  *pme.Sealer
+	sealer  *seal.Sealer
 	pipe    *pipeline
 
 	rg        []arrow.RecordBatch // the open row group's records (retained slices)
@@ -86,12 +88,17 @@ type Writer struct {
 	progress Progress // rows and bytes in (bytes out: out.n; row groups: pipe.sealed)
 }
 
-// New starts an object with the given schema in store. The schema is checked
+// New starts an object with the given schema in store. ctx bounds the whole
+// write: once it is done, Write and Close fail with its error and nothing
+// is published (Close's own context applies as well). The schema is checked
 // before anything is staged: it must have at least one field, every field
 // needs a valid, unique field ID (ErrFieldID), and its Parquet form must be
 // one the reader takes (ErrReaderLimit: at most pme.MaxSchemaDepth levels
 // deep and reader.DefaultMaxColumns leaf columns).
-func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, error) {
+func New(ctx context.Context, store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrOption)
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
@@ -110,7 +117,7 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrOption)
 	}
-	if err := cfg.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	// The encoder must be able to take the schema, and the reader its
@@ -122,16 +129,16 @@ func New(store blobs.Store, schema *arrow.Schema, opts ...Option) (*Writer, erro
 	if err := checkSchemaShape(sc); err != nil {
 		return nil, err
 	}
-	pending, err := store.Create(cfg.ctx)
+	pending, err := store.Create(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("writer: staging object: %w", err)
 	}
-	w := &Writer{cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending}
+	w := &Writer{ctx: ctx, cfg: cfg, schema: schema, dek: pme.NewDEK(), pending: pending}
 	// The Sealer writes a page (header and body modules) at a time, and the
 	// tail goes in one piece; the sink hands them to the store from a
 	// goroutine of its own.
 	w.out = newSink(pending)
-	w.sealer = pme.NewSealer(w.out, w.dek)
+	w.sealer = seal.NewSealer(w.out, w.dek)
 	w.pipe = newPipeline(schema, w.cfg, w.sealer)
 	// A Writer dropped without Close must not keep its goroutines or the
 	// staged bytes.
@@ -185,7 +192,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if rec == nil || !rec.Schema().Equal(w.schema) {
 		return ErrRecordSchema
 	}
-	if err := w.cfg.ctx.Err(); err != nil {
+	if err := w.ctx.Err(); err != nil {
 		return w.abort(err)
 	}
 	recRaw := recordBytes(rec)
@@ -239,7 +246,7 @@ type Progress struct {
 	// RewrittenPages counts, in SealFile, the pages rewritten rather than
 	// sealed byte for byte: compressed DATA_PAGE_V2 pages as DATA_PAGE (V1)
 	// ones, and pages of the deprecated LZ4 codec as LZ4_RAW ones (see
-	// pme.Sealer.RewrittenPages). The Writer leaves it 0.
+	// seal.Sealer.RewrittenPages). The Writer leaves it 0.
 	RewrittenPages int64
 }
 
@@ -316,7 +323,7 @@ func WriteRecords(ctx context.Context, store blobs.Store, rr array.RecordReader,
 	if rr == nil {
 		return Object{}, fmt.Errorf("%w: nil record reader", ErrOption)
 	}
-	w, err := New(store, rr.Schema(), append(opts, WithContext(ctx))...)
+	w, err := New(ctx, store, rr.Schema(), opts...)
 	if err != nil {
 		return Object{}, err
 	}
@@ -332,7 +339,7 @@ func WriteRecords(ctx context.Context, store blobs.Store, rr array.RecordReader,
 }
 
 func (w *Writer) finish(ctx context.Context) (Object, error) {
-	if err := errors.Join(ctx.Err(), w.cfg.ctx.Err()); err != nil {
+	if err := errors.Join(ctx.Err(), w.ctx.Err()); err != nil {
 		return Object{}, err
 	}
 	// Step 1: the last row group (or, for an object without rows, a file

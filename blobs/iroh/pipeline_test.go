@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
@@ -41,7 +41,7 @@ func (k keyMap) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error
 func writeTable(t testing.TB, st blobs.Store, n, rg int) (writer.Object, arrow.RecordBatch) {
 	t.Helper()
 	rec := benchdata.Record(n, 5)
-	w, err := writer.New(st, benchdata.Schema(), writer.WithRowGroupRows(int64(rg)), writer.WithCodec(writer.Uncompressed))
+	w, err := writer.New(context.Background(), st, benchdata.Schema(), writer.WithRowGroupRows(int64(rg)), writer.WithCodec(writer.Uncompressed))
 	if err != nil {
 		t.Fatal(err)
 	}

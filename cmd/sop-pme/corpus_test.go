@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
 	"github.com/sovm/sop-pme/internal/lz4hadoop"
-	"github.com/sovm/sop-pme/internal/plainedit"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/plainedit"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/internal/thrift"
 )
 

@@ -60,7 +60,7 @@ with --kek DIR/kek or SOP_PME_KEK_FILE=DIR/kek (the keyring goes beside it).
 			}
 			schema, rec := sampleTable(rows)
 			defer rec.Release()
-			w, err := writer.New(st, schema, writer.WithRowGroupRows(32_768))
+			w, err := writer.New(ctx, st, schema, writer.WithRowGroupRows(32_768))
 			if err != nil {
 				return err
 			}

@@ -320,7 +320,7 @@ func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, 
 	how, why := pathSealed, reencodeWhy(im.cmd, f, path, im.reencode)
 	if why == "" {
 		obj, err = sealParquet(ctx, st, path, im.assign, m, &prog)
-		if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, pme.ErrPlaintextParquet) {
+		if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, writer.ErrPlaintextParquet) {
 			// What was sealed is discarded (SealFile aborted its
 			// import); the rows are encoded again, from the start.
 			why, err = notSealableWhy(err), nil
@@ -366,16 +366,16 @@ func reencodeWhy(cmd *cobra.Command, f formats.Format, path string, reencode boo
 // notSealableWhy says, in a few words, why SealFile refused a file.
 func notSealableWhy(err error) string {
 	where := ""
-	var ce *pme.ColumnError
+	var ce *writer.ColumnError
 	if errors.As(err, &ce) {
 		where = fmt.Sprintf("row group %d, column %s: ", ce.RowGroup, ce.Column)
 	}
 	switch {
-	case errors.Is(err, pme.ErrCodec):
+	case errors.Is(err, writer.ErrCodec):
 		return where + "a codec DuckDB or arrow-go cannot read"
-	case errors.Is(err, pme.ErrEncoding):
+	case errors.Is(err, writer.ErrEncoding):
 		return where + "an encoding DuckDB cannot read"
-	case errors.Is(err, pme.ErrUnboundedPage):
+	case errors.Is(err, writer.ErrUnboundedPage):
 		return where + "compressed pages whose bytes do not bound their decompressed size, which readers refuse"
 	case errors.Is(err, pme.ErrTooLarge):
 		return where + "beyond SOP-PME-1's limits on pages and row groups"

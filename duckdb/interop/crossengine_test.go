@@ -24,7 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
-	"github.com/sovm/sop-pme/internal/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -146,7 +146,7 @@ func BenchmarkCrossEngine(b *testing.B) {
 		}
 	}
 	sopWrite := func() {
-		w, err := writer.New(st, schema, writer.WithRowGroupRows(crossRowGroup))
+		w, err := writer.New(ctx, st, schema, writer.WithRowGroupRows(crossRowGroup))
 		if err != nil {
 			b.Fatal(err)
 		}

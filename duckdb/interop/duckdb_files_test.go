@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/keyref"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"

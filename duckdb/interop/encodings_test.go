@@ -19,9 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
-	"github.com/sovm/sop-pme/internal/plainedit"
+	"github.com/sovm/sop-pme/internal/testkit/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
-	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -33,7 +32,7 @@ import (
 // other writers use), asks DuckDB and arrow-go (this library's reader) to
 // read it, and checks that the sealer takes exactly the files both read: a
 // file both read seals, and DuckDB and the reader read the sealed object as
-// DuckDB reads the file; any other is refused with pme.ErrEncoding (import
+// DuckDB reads the file; any other is refused with writer.ErrEncoding (import
 // then re-encodes it, or fails if arrow-go cannot read its input). DuckDB's decoders are
 // the same for a plaintext and an encrypted file; only the page framing
 // differs, which the other tests of the sealer cover.
@@ -177,7 +176,7 @@ func pageEncodings(t *testing.T, b []byte) (values, levels map[parquet.Encoding]
 }
 
 // TestSealerEncodingsDuckDBReads: see the comment above. It logs the table
-// of what DuckDB 1.5.6 reads; pme.ErrEncoding's documentation lists it.
+// of what DuckDB 1.5.6 reads; writer.ErrEncoding's documentation lists it.
 func TestSealerEncodingsDuckDBReads(t *testing.T) {
 	st := ducktest.NewStore(t)
 	var table []string
@@ -244,8 +243,8 @@ func TestSealerEncodingsDuckDBReads(t *testing.T) {
 				t.Errorf("DuckDB and arrow-go read the file, the sealer refuses it: %v", err)
 			case !readable && err == nil:
 				t.Errorf("DuckDB (%v) or arrow-go (%v) cannot read the file, the sealer sealed it", duckErr, goErr)
-			case !readable && (!errors.Is(err, pme.ErrEncoding) || !errors.Is(err, writer.ErrNotSealable)):
-				t.Errorf("DuckDB or arrow-go cannot read the file, the sealer refuses it with %v, want ErrNotSealable and pme.ErrEncoding", err)
+			case !readable && (!errors.Is(err, writer.ErrEncoding) || !errors.Is(err, writer.ErrNotSealable)):
+				t.Errorf("DuckDB or arrow-go cannot read the file, the sealer refuses it with %v, want ErrNotSealable and writer.ErrEncoding", err)
 			case err == nil:
 				checkSealed(t, st, in, obj)
 			}

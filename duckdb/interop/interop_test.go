@@ -9,6 +9,7 @@
 package interop
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,7 +17,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -243,7 +244,7 @@ func TestV2CompressedRefused(t *testing.T) {
 	schema := testtables.AllTypes()
 	st := ducktest.NewStore(t)
 	for _, codec := range []writer.Codec{writer.Zstd, writer.Snappy} {
-		if _, err := writer.New(st, schema, writer.WithCodec(codec), writer.WithDataPageVersion(writer.DataPageV2)); !errors.Is(err, writer.ErrOption) {
+		if _, err := writer.New(context.Background(), st, schema, writer.WithCodec(codec), writer.WithDataPageVersion(writer.DataPageV2)); !errors.Is(err, writer.ErrOption) {
 			t.Errorf("V2 with %v: %v, want writer.ErrOption", codec, err)
 		}
 	}

@@ -22,10 +22,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/lz4hadoop"
-	"github.com/sovm/sop-pme/internal/plainedit"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/seal"
+	"github.com/sovm/sop-pme/internal/testkit/plainedit"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/internal/thrift"
-	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -71,14 +71,14 @@ func openPlain(t *testing.T, path string) *file.Reader {
 
 // readableMeta returns the options that make arrow-go read the footer of
 // the plaintext Parquet file f as Parquet readers must: without a
-// logicalType no reader knows (pme.Footer.DropUnknownLogicalTypes).
+// logicalType no reader knows (seal.Footer.DropUnknownLogicalTypes).
 func readableMeta(t *testing.T, f *os.File) []file.ReadOption {
 	t.Helper()
 	fi, err := f.Stat()
 	if err != nil {
 		t.Fatal(err)
 	}
-	footer, err := pme.ReadPlainFooter(f, fi.Size())
+	footer, err := seal.ReadPlainFooter(f, fi.Size())
 	if err != nil || footer.DropUnknownLogicalTypes() == 0 {
 		return nil
 	}
@@ -229,10 +229,14 @@ func checkObjectAgainst(t *testing.T, st *ducktest.Store, in string, obj object,
 	}
 }
 
-// objectFooter decrypts an object's footer.
-func objectFooter(t *testing.T, obj object) *pme.Footer {
+// objectFooter decrypts an object's footer, as an editable tree.
+func objectFooter(t *testing.T, obj object) *seal.Footer {
 	t.Helper()
-	return ducktest.OpenFooter(t, obj.data, obj.DEK).Footer
+	f, err := seal.DecodeFooter(ducktest.OpenFooter(t, obj.data, obj.DEK).Footer.Append(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func eachChunk(md *metadata.FileMetaData, fn func(*metadata.ColumnChunkMetaData)) {
@@ -413,7 +417,7 @@ func TestSealPyarrowFiles(t *testing.T) {
 		t.Fatalf("%d files in testdata/pyarrow (%v), want 8", len(files), err)
 	}
 	// An encoding arrow-go cannot read (TestSealerEncodingsDuckDBReads).
-	refused := map[string]error{"flba-delta-byte-array.parquet": pme.ErrEncoding}
+	refused := map[string]error{"flba-delta-byte-array.parquet": writer.ErrEncoding}
 	st := ducktest.NewStore(t)
 	pageIndexes := 0
 	for _, in := range files {
@@ -446,7 +450,7 @@ func TestSealPyarrowFiles(t *testing.T) {
 // here are its LZ4_RAW files with the footer saying LZ4 (bare blocks, as
 // older parquet-cpp wrote) and its uncompressed files with each page in
 // Hadoop's framing (parquet-mr). Before, the sealer refused them
-// (pme.ErrCodec) and import failed ("compression for LZ4 unimplemented";
+// (writer.ErrCodec) and import failed ("compression for LZ4 unimplemented";
 // parquet-testing's three LZ4 files).
 func TestSealLZ4Hadoop(t *testing.T) {
 	schema := testtables.AllTypes()
@@ -520,7 +524,7 @@ func TestSealLZ4Hadoop(t *testing.T) {
 }
 
 // md decodes a footer as arrow-go does.
-func md(t *testing.T, f *pme.Footer) *metadata.FileMetaData {
+func md(t *testing.T, f *seal.Footer) *metadata.FileMetaData {
 	t.Helper()
 	m, err := metadata.NewFileMetaData(f.Append(nil), nil)
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
-	"github.com/sovm/sop-pme/internal/memstore"
-	"github.com/sovm/sop-pme/internal/vectors"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/internal/testkit/vectors"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 )

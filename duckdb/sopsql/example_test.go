@@ -54,7 +54,7 @@ func Example() {
 	b.Field(0).(*array.StringBuilder).AppendValues([]string{"ada", "bob", "ada"}, nil)
 	b.Field(1).(*array.Int64Builder).AppendValues([]int64{30, 12, 5}, nil)
 	rec := b.NewRecordBatch()
-	w, err := writer.New(store, schema)
+	w, err := writer.New(ctx, store, schema)
 	if err != nil {
 		log.Fatal(err)
 	}

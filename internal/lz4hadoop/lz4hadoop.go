@@ -1,7 +1,7 @@
 // Package lz4hadoop decodes pages of Parquet's deprecated LZ4 codec
 // (CompressionCodec LZ4 = 5), which arrow-go does not implement and DuckDB
 // 1.5.6 does not read, so that the sealer can rewrite them as LZ4_RAW
-// pages, which every SOP-PME-1 reader reads (see pme.Sealer).
+// pages, which every SOP-PME-1 reader reads (see internal/seal).
 //
 // The codec's format was never specified: parquet-mr writes Hadoop's
 // framing, a sequence of frames each of a 4-byte big-endian decompressed

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/sovm/sop-pme/internal/arrowfb"
 	"github.com/sovm/sop-pme/internal/pqtypes"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 )
 
 // read reads a Parquet file in the types of pqtypes.Apply.

@@ -1,82 +1,10 @@
 package thrift
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 )
-
-// Sentinel errors. Every error returned by Decode is a *ParseError wrapping
-// one of them.
-var (
-	// ErrTruncated means that the input ends inside a value, or that a
-	// length or element count is larger than the rest of the input.
-	ErrTruncated = errors.New("thrift: truncated input")
-	// ErrMalformed means that the input is not valid compact protocol, or
-	// uses something this package does not support (UUID, a duplicate field
-	// ID, trailing data after DecodeExact's struct).
-	ErrMalformed = errors.New("thrift: malformed input")
-	// ErrNonCanonical means that the input is valid compact protocol but not
-	// the encoding the canonical encoder produces for it.
-	ErrNonCanonical = errors.New("thrift: non-canonical encoding")
-	// ErrTooDeep means that structs and containers nest deeper than
-	// Limits.MaxDepth.
-	ErrTooDeep = errors.New("thrift: nesting too deep")
-	// ErrTooLarge means that the input holds more than Limits.MaxNodes values.
-	ErrTooLarge = errors.New("thrift: too many values")
-)
-
-// ParseError is the error returned by Decode.
-type ParseError struct {
-	Offset int   // offset in the input, in bytes, of the offending value
-	Err    error // wraps one of the sentinel errors
-}
-
-// Error returns the sentinel's text and the offset.
-func (e *ParseError) Error() string {
-	return fmt.Sprintf("%v (at offset %d)", e.Err, e.Offset)
-}
-
-// Unwrap returns the sentinel error, for errors.Is.
-func (e *ParseError) Unwrap() error { return e.Err }
-
-// Limits bounds the work Decode does. A zero or negative field means its
-// default.
-type Limits struct {
-	// MaxDepth is the deepest nesting of structs, lists, sets and maps: the
-	// top-level struct is at depth 1, a struct in one of its fields at
-	// depth 2. Parquet's FileMetaData nests about 9 deep.
-	MaxDepth int
-	// MaxNodes is the largest number of values (fields, and list, set and
-	// map elements, keys and values) in one decoded tree. Each costs 72 to
-	// 104 bytes of memory (on 64-bit platforms).
-	MaxNodes int
-}
-
-// Defaults for Limits.
-const (
-	DefaultMaxDepth = 32
-	DefaultMaxNodes = 1 << 22
-)
-
-// DefaultLimits returns the limits that Decode uses for zero fields:
-// MaxDepth 32 and MaxNodes 1<<22 (about 4 million values, which bounds the
-// tree at a few hundred MiB).
-func DefaultLimits() Limits {
-	return Limits{MaxDepth: DefaultMaxDepth, MaxNodes: DefaultMaxNodes}
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = DefaultMaxDepth
-	}
-	if l.MaxNodes <= 0 {
-		l.MaxNodes = DefaultMaxNodes
-	}
-	return l
-}
 
 // Decode decodes one struct from the start of b and returns it together with
 // the number of bytes it used. Bytes after the struct are allowed and ignored
@@ -461,63 +389,4 @@ func minSize(t Type) int {
 		return 8
 	}
 	return 1
-}
-
-// tree returns the Value of node i, built from the nodes, and the index of
-// the node after its subtree.
-func (d *decoder) tree(i int) (Value, int) {
-	n := *d.out.at(i)
-	v := Value{Type: n.typ}
-	next := i + 1
-	switch n.typ {
-	case TypeBool:
-		v.Int = int64(n.aux)
-	case TypeByte, TypeI16, TypeI32, TypeI64:
-		v.Int = scalar(d.buf, n)
-	case TypeDouble:
-		v.Bits = binary.LittleEndian.Uint64(d.buf[n.end-8:])
-	case TypeBinary:
-		v.Bin = d.buf[n.end-n.val : n.end : n.end]
-	case TypeList, TypeSet:
-		v.List = &List{Elem: Type(n.aux)}
-		if n.val > 0 {
-			v.List.Items = make([]Value, n.val)
-			for j := range v.List.Items {
-				v.List.Items[j], next = d.tree(next)
-			}
-		}
-	case TypeMap:
-		v.Map = new(Map)
-		if n.val > 0 {
-			v.Map.Key, v.Map.Val = Type(n.aux>>4), Type(n.aux&0x0f)
-			v.Map.Keys, v.Map.Vals = make([]Value, n.val), make([]Value, n.val)
-			for j := range v.Map.Keys {
-				v.Map.Keys[j], next = d.tree(next)
-				v.Map.Vals[j], next = d.tree(next)
-			}
-		}
-	case TypeStruct:
-		v.Struct = new(Struct)
-		if n.val > 0 {
-			v.Struct.Fields = make([]Field, n.val)
-			for j := range v.Struct.Fields {
-				id := d.out.at(next).id
-				v.Struct.Fields[j].ID = id
-				v.Struct.Fields[j].Value, next = d.tree(next)
-			}
-		}
-	}
-	return v, next
-}
-
-// scalar decodes the byte or integer value of n.
-func scalar(buf []byte, n node) int64 {
-	if n.typ == TypeByte {
-		return int64(int8(buf[n.end-1]))
-	}
-	var u uint64
-	for i, c := range buf[n.val:n.end] {
-		u |= uint64(c&0x7f) << (7 * i)
-	}
-	return unzigzag(u)
 }

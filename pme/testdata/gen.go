@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/seal"
 	"github.com/sovm/sop-pme/padme"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -51,7 +52,7 @@ func main() {
 	}
 	fw.Close()
 	var out bytes.Buffer
-	sl := pme.NewSealer(&out, k)
+	sl := seal.NewSealer(&out, k)
 	if err := sl.AddFile(bytes.NewReader(plain.Bytes()), int64(plain.Len())); err != nil {
 		panic(err)
 	}

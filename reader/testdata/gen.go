@@ -5,7 +5,7 @@
 // fuzz key (32 zero bytes), and damaged variants. FuzzPlaintext's: objects
 // in the form hostile.Unseal gives (plaintext in place of each module's
 // ciphertext): valid ones of every codec and page version, and the hostile
-// cases of internal/hostile up to 128 KiB. Run from reader/:
+// cases of internal/testkit/hostile up to 128 KiB. Run from reader/:
 // go run testdata/gen.go
 package main
 
@@ -22,7 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/internal/hostile"
+	"github.com/sovm/sop-pme/internal/testkit/hostile"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
@@ -99,7 +99,7 @@ func main() {
 		{writer.WithCodec(writer.Uncompressed), writer.WithDictionary(false)},
 	} {
 		st := &store{}
-		w, err := writer.New(st, schema, opts...)
+		w, err := writer.New(context.Background(), st, schema, opts...)
 		if err != nil {
 			panic(err)
 		}

@@ -69,7 +69,7 @@ func (s *Store) Path(id storageid.ID) string {
 // Write writes recs as one object with the writer, and records its DEK.
 func (s *Store) Write(t testing.TB, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...writer.Option) writer.Object {
 	t.Helper()
-	w, err := writer.New(s, schema, opts...)
+	w, err := writer.New(context.Background(), s, schema, opts...)
 	if err != nil {
 		t.Fatalf("writer.New: %v", err)
 	}

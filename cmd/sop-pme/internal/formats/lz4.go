@@ -12,7 +12,7 @@ import (
 // one the sealer uses to rewrite such pages as LZ4_RAW, registered as
 // arrow-go documents it: in an init function, before any file is read.
 // (The reader never decodes the codec: it refuses pages of codecs outside
-// internal/codecbound's list, which LZ4 is not on.)
+// internal/pagebound/codecbound's list, which LZ4 is not on.)
 func init() {
 	compress.RegisterCodec(compress.Codecs.Lz4, lz4hadoop.Codec{})
 }

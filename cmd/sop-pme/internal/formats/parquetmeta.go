@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/internal/seal"
 )
 
 // parquetMeta reads the footer of the Parquet file ra, of size bytes, for
@@ -25,9 +25,9 @@ import (
 // including when the footer is one the sealer's decoder does not take:
 // arrow-go then decides.
 func parquetMeta(ra io.ReaderAt, size int64, name string) (*metadata.FileMetaData, error) {
-	f, err := pme.ReadPlainFooter(ra, size)
+	f, err := seal.ReadPlainFooter(ra, size)
 	switch {
-	case errors.Is(err, pme.ErrEncryptedParquet):
+	case errors.Is(err, seal.ErrEncryptedParquet):
 		return nil, fmt.Errorf("%w: %s is an encrypted Parquet file; import takes plaintext tables", ErrFormat, name)
 	case err != nil:
 		return nil, nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/sovm/sop-pme/duckdb/sopsql"
-	"github.com/sovm/sop-pme/internal/hostile"
+	"github.com/sovm/sop-pme/internal/testkit/hostile"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/writer"
 )

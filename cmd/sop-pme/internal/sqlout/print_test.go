@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/sovm/sop-pme/duckdb/sopsql"
-	"github.com/sovm/sop-pme/internal/testtables"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/writer"
 )
 
