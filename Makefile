@@ -21,7 +21,7 @@ export GOWORK := off
 export GOTOOLCHAIN ?= auto
 
 .DEFAULT_GOAL := test
-.PHONY: demo test vet unit purego interop sql cli bench fuzz corpus
+.PHONY: demo test vet lint staticcheck vulncheck unit purego interop sql cli bench fuzz corpus
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back. Its KEK and
@@ -31,16 +31,75 @@ demo:
 	$(GO) build -C cmd/sop-pme -buildvcs=auto -o $(CURDIR)/bin/sop-pme .
 	./bin/sop-pme demo --store ./demo-store
 
-# go vet, the unit tests with -race (fuzz targets run their seed corpora),
-# the pure-Go build, DuckDB interop, SQL through the verified reader (both
-# in the duckdb module), the command line, and the iroh-blobs binding.
-test: vet unit purego interop sql cli test-iroh
+# go vet, staticcheck and govulncheck, the unit tests with -race (fuzz
+# targets run their seed corpora), the pure-Go build, DuckDB interop, SQL
+# through the verified reader (both in the duckdb module), the command line,
+# and the iroh-blobs binding.
+test: vet lint unit purego interop sql cli test-iroh
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags iroh ./blobs/iroh/...
 	cd duckdb && $(GO) vet ./...
 	GOWORK= $(GO) vet -tags duckdb ./... ./duckdb/... ./cmd/sop-pme/...
+
+# staticcheck and govulncheck, on every module. The tools, and the copy of
+# the Go vulnerability database govulncheck reads, are built on first use
+# into $(TOOLCACHE), one directory a version (a new version is a new
+# directory; delete the old ones by hand).
+TOOLCACHE ?= $(HOME)/.cache/sop-pme
+# staticcheck 2026.2.2, for Go 1.26.
+STATICCHECK_VERSION := v0.8.2
+GOVULNCHECK_VERSION := v1.9.0
+# The vulnerability database is the module golang.org/x/vulndb (its
+# data/osv holds every report), fetched through the module proxy and
+# indexed here: vuln.go.dev, which govulncheck reads by default, need not
+# be reachable. A pseudo-version pins it, so a run reads the database as
+# of that commit; to bump it, put here what
+#   GOWORK=off go list -m golang.org/x/vulndb@latest
+# prints (the next make lint builds that version's database, about a minute).
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+STATICCHECK := $(TOOLCACHE)/bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+GOVULNCHECK := $(TOOLCACHE)/bin/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+VULNDB := $(TOOLCACHE)/vulndb-$(VULNDB_VERSION)
+
+lint: staticcheck vulncheck
+
+# Every module in every build of it: staticcheck -matrix checks each
+# configuration and merges the results, so that a name only one build uses
+# (the iroh tag's, the sql command's under duckdb) counts as used. The
+# command line ships without cgo (pure) and with DuckDB (duckdb).
+staticcheck: $(STATICCHECK)
+	printf 'lib:\niroh: -tags=iroh\n' | $(STATICCHECK) -matrix ./...
+	cd duckdb && $(STATICCHECK) ./...
+	cd cmd/sop-pme && printf 'pure: CGO_ENABLED=0\nduckdb: -tags=duckdb\n' | $(STATICCHECK) -matrix ./...
+
+# govulncheck fails on a vulnerability our code reaches (not on one in a
+# package or module it only requires). Each module once, with its build
+# tags: a tag only adds files (iroh: package blobs/iroh's binding; duckdb:
+# the sql command, whose stand-in in the build without it returns an
+# error), so the tagged build reaches all the untagged one does.
+vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json
+	$(GOVULNCHECK) -db file://$(VULNDB) -tags iroh ./...
+	cd duckdb && $(GOVULNCHECK) -db file://$(VULNDB) ./...
+	cd cmd/sop-pme && $(GOVULNCHECK) -db file://$(VULNDB) -tags duckdb ./...
+
+$(STATICCHECK):
+	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(GOVULNCHECK):
+	GOBIN=$(@D) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+# indexdb (the vulndb module's own tool) writes the database govulncheck
+# reads from the reports; built in a temporary directory, then renamed, so
+# an interrupted build leaves no half a database.
+$(VULNDB)/index/db.json:
+	$(GO) mod download golang.org/x/vulndb@$(VULNDB_VERSION)
+	rm -rf $(VULNDB).tmp
+	$(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) \
+		-vulns "$$($(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv" -out $(VULNDB).tmp
+	rm -rf $(VULNDB)
+	mv $(VULNDB).tmp $(VULNDB)
 
 unit:
 	$(GO) test -race -count=1 ./...
