@@ -10,8 +10,18 @@ export CARGO_TARGET_DIR
 # library alone. vet also checks that the workspace builds.
 export GOWORK := off
 
+# Every go.mod (and go.work) names a toolchain, go1.26.11: a Go 1.26 whose
+# standard library has the security fixes govulncheck asks for (our code
+# reaches vulnerabilities of go1.26.8's crypto/tls, crypto/x509, net/http,
+# net/textproto and html/template). GOTOOLCHAIN=auto has the go
+# command switch to it (downloaded once through the module proxy), also
+# where the installed Go's go.env says local. GOTOOLCHAIN=local make test
+# builds with the installed Go as it is (and make lint then fails on its
+# vulnerabilities, if it has them).
+export GOTOOLCHAIN ?= auto
+
 .DEFAULT_GOAL := test
-.PHONY: demo test vet unit purego interop sql cli bench fuzz corpus
+.PHONY: demo test vet lint staticcheck vulncheck unit purego interop sql cli bench fuzz corpus
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back. Its KEK and
@@ -21,16 +31,75 @@ demo:
 	$(GO) build -C cmd/sop-pme -buildvcs=auto -o $(CURDIR)/bin/sop-pme .
 	./bin/sop-pme demo --store ./demo-store
 
-# go vet, the unit tests with -race (fuzz targets run their seed corpora),
-# the pure-Go build, DuckDB interop, SQL through the verified reader (both
-# in the duckdb module), the command line, and the iroh-blobs binding.
-test: vet unit purego interop sql cli test-iroh
+# go vet, staticcheck and govulncheck, the unit tests with -race (fuzz
+# targets run their seed corpora), the pure-Go build, DuckDB interop, SQL
+# through the verified reader (both in the duckdb module), the command line,
+# and the iroh-blobs binding.
+test: vet lint unit purego interop sql cli test-iroh
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags iroh ./blobs/iroh/...
 	cd duckdb && $(GO) vet ./...
 	GOWORK= $(GO) vet -tags duckdb ./... ./duckdb/... ./cmd/sop-pme/...
+
+# staticcheck and govulncheck, on every module. The tools, and the copy of
+# the Go vulnerability database govulncheck reads, are built on first use
+# into $(TOOLCACHE), one directory a version (a new version is a new
+# directory; delete the old ones by hand).
+TOOLCACHE ?= $(HOME)/.cache/sop-pme
+# staticcheck 2026.2.2, for Go 1.26.
+STATICCHECK_VERSION := v0.8.2
+GOVULNCHECK_VERSION := v1.9.0
+# The vulnerability database is the module golang.org/x/vulndb (its
+# data/osv holds every report), fetched through the module proxy and
+# indexed here: vuln.go.dev, which govulncheck reads by default, need not
+# be reachable. A pseudo-version pins it, so a run reads the database as
+# of that commit; to bump it, put here what
+#   GOWORK=off go list -m golang.org/x/vulndb@latest
+# prints (the next make lint builds that version's database, about a minute).
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+STATICCHECK := $(TOOLCACHE)/bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+GOVULNCHECK := $(TOOLCACHE)/bin/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+VULNDB := $(TOOLCACHE)/vulndb-$(VULNDB_VERSION)
+
+lint: staticcheck vulncheck
+
+# Every module in every build of it: staticcheck -matrix checks each
+# configuration and merges the results, so that a name only one build uses
+# (the iroh tag's, the sql command's under duckdb) counts as used. The
+# command line ships without cgo (pure) and with DuckDB (duckdb).
+staticcheck: $(STATICCHECK)
+	printf 'lib:\niroh: -tags=iroh\n' | $(STATICCHECK) -matrix ./...
+	cd duckdb && $(STATICCHECK) ./...
+	cd cmd/sop-pme && printf 'pure: CGO_ENABLED=0\nduckdb: -tags=duckdb\n' | $(STATICCHECK) -matrix ./...
+
+# govulncheck fails on a vulnerability our code reaches (not on one in a
+# package or module it only requires). Each module once, with its build
+# tags: a tag only adds files (iroh: package blobs/iroh's binding; duckdb:
+# the sql command, whose stand-in in the build without it returns an
+# error), so the tagged build reaches all the untagged one does.
+vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json
+	$(GOVULNCHECK) -db file://$(VULNDB) -tags iroh ./...
+	cd duckdb && $(GOVULNCHECK) -db file://$(VULNDB) ./...
+	cd cmd/sop-pme && $(GOVULNCHECK) -db file://$(VULNDB) -tags duckdb ./...
+
+$(STATICCHECK):
+	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(GOVULNCHECK):
+	GOBIN=$(@D) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+# indexdb (the vulndb module's own tool) writes the database govulncheck
+# reads from the reports; built in a temporary directory, then renamed, so
+# an interrupted build leaves no half a database.
+$(VULNDB)/index/db.json:
+	$(GO) mod download golang.org/x/vulndb@$(VULNDB_VERSION)
+	rm -rf $(VULNDB).tmp
+	$(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) \
+		-vulns "$$($(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv" -out $(VULNDB).tmp
+	rm -rf $(VULNDB)
+	mv $(VULNDB).tmp $(VULNDB)
 
 unit:
 	$(GO) test -race -count=1 ./...
@@ -88,22 +157,40 @@ corpus:
 		python3 duckdb/interop/corpus/run.py $(CURDIR)/bin/sop-pme "$(PARQUET_TESTING)" "$$work"
 	cd duckdb && $(GO) run ./interop/corpus/duckcheck "$(PARQUET_TESTING)"
 
+# make fuzz fuzzes every fuzz target of the three modules for FUZZTIME
+# each, one after the other: the list is what go test -list '^Fuzz' finds
+# in each module (make -n fuzz prints it, one go test a target), so a new
+# target is fuzzed without being listed here. (It lists the untagged
+# builds: a fuzz target in a file under the iroh or duckdb tag would not
+# be found; there is none.) FUZZMINIMIZETIME caps the minimization of each
+# new input by executions, not time: the inputs of the reader's, pme's,
+# the sealers' and the writer's targets are objects of kilobytes, each
+# execution a full open, and a time cap spent on minimizing them is time
+# not spent fuzzing. A crasher worth shrinking further can be minimized
+# on its own: go test -run '^$$' -fuzz '^NAME$$' -fuzzminimizetime 60s PKG.
 FUZZTIME ?= 30s
+FUZZMINIMIZETIME ?= 100x
+FUZZMODULES := . duckdb cmd/sop-pme
+ifneq ($(filter fuzz,$(MAKECMDGOALS)),)
+# MODULE:PACKAGE:NAME, one a target.
+FUZZ_TARGETS := $(shell for m in $(FUZZMODULES); do \
+	out=$$($(GO) test -C $$m -list '^Fuzz' ./...) || exit 1; \
+	printf '%s\n' "$$out" | awk -v m=$$m '/^Fuzz[A-Za-z0-9_]*$$/ { n[++c] = $$1; next } \
+		$$1 == "ok" { for (i = 1; i <= c; i++) print m ":" $$2 ":" n[i] } { c = 0 }'; \
+	done)
+ifneq ($(.SHELLSTATUS),0)
+$(error make fuzz: go test -list '^Fuzz' failed in one of $(FUZZMODULES))
+endif
+ifeq ($(FUZZ_TARGETS),)
+$(error make fuzz: go test -list '^Fuzz' found no fuzz target)
+endif
+endif
+define fuzz_newline
+
+
+endef
+fuzz_field = $(word $2,$(subst :, ,$1))
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/thrift
-	$(GO) test -run '^$$' -fuzz FuzzVerifySlice -fuzztime $(FUZZTIME) -fuzzminimizetime 500x ./verify
-	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./keyring
-	$(GO) test -run '^$$' -fuzz FuzzPlaintext -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./reader
-	$(GO) test -run '^$$' -fuzz FuzzFooter -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pme
-	$(GO) test -run '^$$' -fuzz FuzzSeal -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/seal
-	$(GO) test -run '^$$' -fuzz FuzzStripForReading -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/seal
-	$(GO) test -run '^$$' -fuzz FuzzSealFile -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./writer
-	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./reader
-	$(GO) test -run '^$$' -fuzz FuzzOpenModules -fuzztime $(FUZZTIME) ./pme
-	$(GO) test -run '^$$' -fuzz FuzzParseFooterRegion -fuzztime $(FUZZTIME) ./pme
-	$(GO) test -run '^$$' -fuzz FuzzImportV1 -fuzztime $(FUZZTIME) ./keyring
-	$(GO) test -run '^$$' -fuzz FuzzDecodeSchema -fuzztime $(FUZZTIME) ./internal/arrowfb
-	$(GO) test -run '^$$' -fuzz FuzzPage -fuzztime $(FUZZTIME) ./internal/pagebound/pagecheck
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/lz4hadoop
+	$(foreach t,$(FUZZ_TARGETS),$(GO) test -C $(call fuzz_field,$t,1) -run '^$$' -fuzz '^$(call fuzz_field,$t,3)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $(call fuzz_field,$t,2)$(fuzz_newline))
 
 include blobs/iroh/iroh.mk

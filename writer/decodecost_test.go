@@ -170,12 +170,3 @@ func leastLimit(t *testing.T, r *reader.Reader, ids ...int32) int64 {
 	}
 	return hi
 }
-
-func mustReader(t *testing.T, rec arrow.RecordBatch) array.RecordReader {
-	t.Helper()
-	rr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rr
-}

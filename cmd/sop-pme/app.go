@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/sovm/sop-pme/blobs"
-	"github.com/sovm/sop-pme/storageid"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -237,15 +236,6 @@ func storeErr(dir string, err error) error {
 		return &cmdError{exitNotFound, fmt.Sprintf("%s: no store there (sop-pme import creates one)", dir), err}
 	}
 	return about(dir, err)
-}
-
-// parseID parses a storage_id argument.
-func parseID(s string) (storageid.ID, error) {
-	id, err := storageid.Parse(s)
-	if err != nil {
-		return id, usagef("%q is not a storage_id (64 hex digits)", s)
-	}
-	return id, nil
 }
 
 // printJSON writes v as indented JSON on w.

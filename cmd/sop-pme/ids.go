@@ -110,16 +110,3 @@ func resolveIDs(ctx context.Context, st *blobs.Dir, args []idArg) ([]storageid.I
 	}
 	return ids, nil
 }
-
-// resolveID parses and resolves one ID argument.
-func resolveID(ctx context.Context, st *blobs.Dir, s string) (storageid.ID, error) {
-	a, err := parseIDArg(s)
-	if err != nil {
-		return storageid.ID{}, err
-	}
-	ids, err := resolveIDs(ctx, st, []idArg{a})
-	if err != nil {
-		return storageid.ID{}, err
-	}
-	return ids[0], nil
-}

@@ -50,44 +50,6 @@ func footerOf(t *testing.T, b []byte) (*thrift.Struct, int) {
 	return md, start
 }
 
-// concatParquet joins two plaintext Parquet files of one schema into one
-// file holding the row groups of a, then those of b: b's pages move up by
-// the length of a's, and its row groups, their offsets shifted, join a's
-// footer.
-func concatParquet(t *testing.T, a, b []byte) []byte {
-	t.Helper()
-	ma, sa := footerOf(t, a)
-	mb, sb := footerOf(t, b)
-	out := bytes.Clone(a[:sa])
-	shift := int64(len(out) - 4)
-	out = append(out, b[4:sb]...)
-	shiftField := func(s *thrift.Struct, id int16) {
-		if v := s.Field(id); v != nil && v.Type == thrift.TypeI64 && v.Int > 0 {
-			v.Int += shift
-		}
-	}
-	rgsA, _ := ma.List(4)
-	rgsB, _ := mb.List(4)
-	for _, rg := range rgsB.Items {
-		shiftField(rg.Struct, 5) // RowGroup.file_offset
-		cols, _ := rg.Struct.List(1)
-		for _, cc := range cols.Items {
-			shiftField(cc.Struct, 2) // ColumnChunk.file_offset
-			md, _ := cc.Struct.Struct(3)
-			shiftField(md, 9)  // data_page_offset
-			shiftField(md, 11) // dictionary_page_offset
-		}
-		rgsA.Items = append(rgsA.Items, rg)
-	}
-	na, _ := ma.I64(3)
-	nb, _ := mb.I64(3)
-	ma.Set(3, thrift.I64(na+nb))
-	start := len(out)
-	out = ma.Append(out)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(out)-start))
-	return append(out, "PAR1"...)
-}
-
 // TestImportPaths: a Parquet file import can seal is sealed byte for byte
 // (its row groups kept), and says so in the summary line and --json;
 // --reencode, and --codec or --row-group-rows, which ask for another

@@ -76,10 +76,6 @@ func (ks *keySource) resolve() error {
 	case ks.kekFlag != "":
 		ks.kekPath = ks.kekFlag
 	case len(env) > 1:
-		var set []string
-		for k := range env {
-			set = append(set, k)
-		}
 		return usagef("more than one of SOP_PME_KMS, SOP_PME_KEK_FILE and SOP_PME_KEK is set: set one")
 	default:
 		ks.kmsURL, ks.kekPath, ks.inline = env["SOP_PME_KMS"], env["SOP_PME_KEK_FILE"], env["SOP_PME_KEK"]

@@ -39,13 +39,6 @@ import (
 // file may have had them; and its field IDs must be those the file has, or
 // those writer.AssignFieldIDs gives the Arrow schema pqarrow reads from it.
 
-// sealed is a file sealed into the store.
-type sealed struct {
-	obj  object
-	in   string // the plaintext file
-	meta *metadata.FileMetaData
-}
-
 // plainMeta returns the footer of a plaintext Parquet file, as arrow-go
 // reads it.
 func plainMeta(t *testing.T, path string) *metadata.FileMetaData {

@@ -20,7 +20,7 @@ import (
 func writeParquet(root *schema.GroupNode, cols ...func(file.ColumnChunkWriter) error) []byte {
 	var buf bytes.Buffer
 	w := file.NewParquetWriter(&buf, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithDictionaryDefault(false))))
-	rg := w.AppendRowGroup()
+	rg := must(w.AppendRowGroupChecked())
 	for _, c := range cols {
 		cw, err := rg.NextColumn()
 		if err != nil {
