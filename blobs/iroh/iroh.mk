@@ -7,7 +7,12 @@
 # Targets:
 #	iroh-lib   cargo build --release (--locked) of blobs/iroh/ffi, copying
 #	           libsop_iroh.a to blobs/iroh/lib/, where the cgo preamble
-#	           links it
+#	           links it. The copy loses its LLVM bitcode sections
+#	           (.llvmbc, .llvmcmd: 283 objects of Rust's prebuilt standard
+#	           library and the crates carry them, for link-time
+#	           optimization we do not use): since go1.26.11 the go command
+#	           refuses to link an archive that holds them ("disallowed LTO
+#	           section"). The machine code is untouched.
 #	test-iroh  iroh-lib, then go test -race -tags iroh on the package, built
 #	           with GOEXPERIMENT=cgocheck2
 #	bench-iroh iroh-lib, then the package's benchmarks
@@ -24,6 +29,7 @@ _iroh_prev_goal := $(.DEFAULT_GOAL)
 
 CARGO ?= cargo
 GO ?= go
+OBJCOPY ?= objcopy
 CARGO_TARGET_DIR ?= $(HOME)/.cache/sop-pme/cargo-target
 IROH_GOTESTFLAGS ?=
 # cgocheck2 makes the Go runtime check every pointer write into memory that
@@ -53,6 +59,7 @@ $(IROH_LIB): $(IROH_LIB_SRC)
 	cd $(IROH_FFI) && CARGO_TARGET_DIR='$(CARGO_TARGET_DIR)' $(CARGO) build --release $(IROH_LOCKED)
 	mkdir -p $(IROH_DIR)/lib
 	cp '$(CARGO_TARGET_DIR)/release/libsop_iroh.a' $(IROH_LIB).tmp
+	$(OBJCOPY) --remove-section=.llvmbc --remove-section=.llvmcmd $(IROH_LIB).tmp
 	mv $(IROH_LIB).tmp $(IROH_LIB)
 
 # -count=1: the go command does not hash the contents of the static library
