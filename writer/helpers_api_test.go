@@ -64,6 +64,7 @@ func ExampleAssignFieldIDs() {
 }
 
 func TestAssignFieldIDs(t *testing.T) {
+	t.Parallel()
 	fid := func(v string) arrow.Metadata { return arrow.NewMetadata([]string{writer.FieldIDKey}, []string{v}) }
 	t.Run("keeps existing and counts -1 as missing", func(t *testing.T) {
 		s := arrow.NewSchema([]arrow.Field{
@@ -152,6 +153,7 @@ func (f failingReader) Err() error {
 }
 
 func TestWriteRecordsAndProgress(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema, rec := testTable(t, 5000, "")
 	defer rec.Release()
