@@ -24,7 +24,10 @@ func goList(t *testing.T, dir string, args ...string) []string {
 	}
 	cmd := exec.Command(gobin, append([]string{"list"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	// CGO_ENABLED=1: what the cgo builds ship (DuckDB and iroh link through
+	// cgo), whether or not this test runs with cgo (make purego runs it
+	// with CGO_ENABLED=0, under which the DuckDB bindings have no files).
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=1")
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
