@@ -50,6 +50,7 @@ func inTestkit(path string) bool {
 // public packages (with and without the iroh tag) and of the command (with
 // and without DuckDB).
 func TestLayout(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
