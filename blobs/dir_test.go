@@ -94,6 +94,7 @@ func wantFiles(t *testing.T, path string, ids ...storageid.ID) {
 }
 
 func TestImportAndRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	var ids []storageid.ID
@@ -133,6 +134,7 @@ func TestImportAndRead(t *testing.T) {
 }
 
 func TestIdempotent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	data := randBytes(100000, 1)
@@ -159,6 +161,7 @@ func TestIdempotent(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openDir(t)
 	id := storageid.Sum([]byte("absent"))
@@ -191,6 +194,7 @@ func (f *failAfter) Write(p []byte) (int, error) {
 
 // (a) A write that fails mid-import leaves nothing.
 func TestWriteFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	blobs.SetTestHooks(d, func(w io.Writer) io.Writer { return &failAfter{w: w, n: 100000} }, nil)
@@ -216,6 +220,7 @@ func TestWriteFailure(t *testing.T) {
 
 // (a) A failure at any step of Commit leaves nothing.
 func TestCommitStepFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	data := randBytes(5*verify.GroupSize+3, 2)
 	for _, step := range blobs.CommitSteps {
@@ -242,6 +247,7 @@ func TestCommitStepFailures(t *testing.T) {
 
 // (b) A cancelled context at Commit leaves nothing.
 func TestCancelledCommit(t *testing.T) {
+	t.Parallel()
 	d, path := openDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := d.Create(ctx)
@@ -275,6 +281,7 @@ func TestCancelledCommit(t *testing.T) {
 // (c) Double Commit, Commit after Abort and Write after Commit fail with
 // ErrClosed and leave nothing behind.
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	p, _ := d.Create(ctx)
@@ -308,6 +315,7 @@ func TestClosed(t *testing.T) {
 
 // (d) Concurrent writers of the same and of different bytes.
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	const writers, objects = 8, 4
@@ -351,6 +359,7 @@ func TestConcurrentWriters(t *testing.T) {
 // whose owner is gone, and the outboards left without their data, but not
 // the files of an import still in progress, which then commits.
 func TestReopenCleansTemps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	id, err := importBytes(ctx, d, randBytes(70000, 5))
@@ -396,6 +405,7 @@ func TestReopenCleansTemps(t *testing.T) {
 // (g) Corrupting a stored object makes verified reads of that region fail,
 // and only of that region.
 func TestCorruptData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	const g = verify.GroupSize
@@ -472,6 +482,7 @@ func TestCorruptData(t *testing.T) {
 }
 
 func TestSliceContext(t *testing.T) {
+	t.Parallel()
 	d, _ := openDir(t)
 	id, err := importBytes(context.Background(), d, randBytes(100000, 8))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // tool) therefore reports a successful import of bytes it does not hold, and
 // the writer's only good copy is deleted: the object stays unreadable.
 func TestRecommitDoesNotRepair(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	data := randBytes(3*verify.GroupSize+5, 77)

@@ -17,6 +17,7 @@ import (
 // mount (root with CAP_SYS_ADMIN); TestWriteFailure and
 // TestCommitStepFailures cover the same paths with hooks.
 func TestENOSPC(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
 		if os.Getenv("CI") != "" {

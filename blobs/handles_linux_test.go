@@ -37,6 +37,7 @@ func openFDs(t *testing.T, dir string) int {
 // open (at most 32 objects, two files each) and no more, slices of a held
 // object open nothing, and Close closes them.
 func TestHeldFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, dir := openDir(t)
 	const objects = 40

@@ -33,6 +33,7 @@ func readRange(ctx context.Context, d *blobs.Dir, id storageid.ID, off, n int) (
 // read from the new files, and one it deleted is not found; a slice of a
 // held object survives Close until it is read.
 func TestHeldFilesReplaced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	defer d.Close()
@@ -113,6 +114,7 @@ func TestHeldFilesReplaced(t *testing.T) {
 // TestHeldFilesConcurrent: slices of many objects from many goroutines,
 // with deletes, re-imports and Close among them (run with -race).
 func TestHeldFilesConcurrent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openDir(t)
 	defer d.Close()

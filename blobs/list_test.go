@@ -36,6 +36,7 @@ func list(t *testing.T, d *blobs.Dir) map[storageid.ID]uint64 {
 // not the temporary files of an import in progress, not a commit stopped
 // between its two renames, not lock files or the marker.
 func TestList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	if got := list(t, d); len(got) != 0 {
@@ -126,6 +127,7 @@ func mapsEqual(a, b map[storageid.ID]uint64) bool {
 // (List reads names and sizes only, so the files here are written
 // directly, not imported.)
 func TestListMany(t *testing.T) {
+	t.Parallel()
 	d, path := openDir(t)
 	want := map[storageid.ID]uint64{}
 	for i := range 1000 {
@@ -144,6 +146,7 @@ func TestListMany(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	keep, _ := importBytes(ctx, d, randBytes(1000, 1))
@@ -184,6 +187,7 @@ func TestDelete(t *testing.T) {
 // A Delete that fails at any step never leaves a .data file without its
 // outboard; what it leaves is removed by a later Delete or Sweep.
 func TestDeleteStepFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, step := range blobs.DeleteSteps {
 		d, path := openDir(t)
@@ -223,6 +227,7 @@ func TestDeleteStepFailures(t *testing.T) {
 // A Delete waiting for the object's lock gives up when its context is
 // done.
 func TestDeleteContext(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	paused, resume := make(chan struct{}), make(chan struct{})
@@ -271,6 +276,7 @@ func mustOpen(t *testing.T, path string, opts ...blobs.DirOption) *blobs.Dir {
 // end, and a verify.Reader, which asks for a slice for each read, then
 // finds no object.
 func TestDeleteWhileReading(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	data := randBytes(4*verify.GroupSize, 5)

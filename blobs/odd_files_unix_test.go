@@ -48,6 +48,7 @@ func within(t *testing.T, what string, fifos []string, fn func() error) error {
 // must fail at once with ErrNotRegular, never block in open(2) until a
 // writer comes (which untrusted storage can withhold for ever).
 func TestFIFOInStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	data := randBytes(3*verify.GroupSize+100, 7)
 	for _, ext := range []string{".data", ".obao4"} {
@@ -122,6 +123,7 @@ func TestFIFOInStore(t *testing.T) {
 // TestOddObjectFiles: a symlink, a directory or a socket at an object's
 // file name are refused as a FIFO is, without following the link.
 func TestOddObjectFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	data := randBytes(2*verify.GroupSize, 8)
 	for _, kind := range []string{"symlink", "dir", "socket"} {
@@ -175,6 +177,7 @@ func TestOddObjectFiles(t *testing.T) {
 // object's file once its Lstat said it is a regular file: a FIFO swapped in
 // between must not block the open either.
 func TestOpenObjectFileNoBlock(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -208,6 +211,7 @@ func TestOpenObjectFileNoBlock(t *testing.T) {
 // TestFIFOMarker puts a FIFO where the marker file SOP-BLOB-STORE is:
 // opening the store must fail, not block.
 func TestFIFOMarker(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "store")
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
@@ -249,6 +253,7 @@ func TestFIFOMarker(t *testing.T) {
 // (tried by Sweep). Locking opens them read-write, which does not wait for
 // a peer, so commit, delete and sweep go on.
 func TestFIFOLockFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	data := randBytes(2*verify.GroupSize, 9)

@@ -18,6 +18,7 @@ import (
 // OpenDir never creates anything: a missing path is an error that says so,
 // and is left missing.
 func TestOpenMissing(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	path := filepath.Join(parent, "typo", "store")
 	for _, opts := range [][]blobs.DirOption{nil, {blobs.ReadOnly()}} {
@@ -34,6 +35,7 @@ func TestOpenMissing(t *testing.T) {
 // A directory that is not a store is refused and left as it was; a store
 // written before the marker file existed is still opened.
 func TestOpenNotAStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	empty := t.TempDir()
 	other := t.TempDir()
@@ -92,6 +94,7 @@ func TestOpenNotAStore(t *testing.T) {
 }
 
 func TestCreateDir(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "a", "store")
 	if _, err := blobs.CreateDir(path, blobs.ReadOnly()); !errors.Is(err, blobs.ErrReadOnly) {
@@ -121,6 +124,7 @@ func TestCreateDir(t *testing.T) {
 
 // A read-only Dir reads, and refuses every change.
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	id, err := importBytes(ctx, d, randBytes(50000, 3))
@@ -171,6 +175,7 @@ func TestReadOnly(t *testing.T) {
 // could see the marker another had just written and refuse the directory
 // as "neither empty nor a store".
 func TestCreateDirRace(t *testing.T) {
+	t.Parallel()
 	for trial := range 50 {
 		dir := filepath.Join(t.TempDir(), "store")
 		var wg sync.WaitGroup

@@ -357,6 +357,7 @@ func named(t *testing.T, path, prefix string) []string {
 // the store locked its temporary files, any OpenDir removed them, and the
 // writer failed at its rename.)
 func TestProcessesOpenDuringImport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	old, err := importBytes(ctx, d, objectBytes(1))
@@ -400,6 +401,7 @@ func TestProcessesOpenDuringImport(t *testing.T) {
 // temporary files, the lock files, the outboard without its data), and the
 // object can be imported again.
 func TestProcessKilled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	old, err := importBytes(ctx, d, objectBytes(3))
@@ -460,6 +462,7 @@ func TestProcessKilled(t *testing.T) {
 // objects at the same time, then two that import again an object whose
 // stored copy was damaged in place.
 func TestProcessesCommitSameBytes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	seeds := []string{"10", "11", "12", "13", "14", "15"}
@@ -525,6 +528,7 @@ func TestProcessesCommitSameBytes(t *testing.T) {
 // succeeds (or finds nothing to delete), every read verifies or finds no
 // object, never a damaged one, and the store is left consistent.
 func TestProcessesDeleteRacesImport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	const seed, n = "20", 40
@@ -570,6 +574,7 @@ func TestProcessesDeleteRacesImport(t *testing.T) {
 // while others open the store read-write (sweeping it) and read-only, all
 // at once.
 func TestProcessesOpenAndImport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openDir(t)
 	var importers []*proc

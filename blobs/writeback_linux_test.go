@@ -16,6 +16,7 @@ import (
 // system), and the object it commits is intact; writeback is advice, so a
 // file that refuses it imports the same bytes.
 func TestWriteback(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, err := CreateDir(t.TempDir())
 	if err != nil {

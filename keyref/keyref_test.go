@@ -17,6 +17,7 @@ var (
 )
 
 func TestSize(t *testing.T) {
+	t.Parallel()
 	var r Ref
 	if len(r) != 16 || Size != 16 {
 		t.Fatalf("len(Ref) = %d, Size = %d, want 16", len(r), Size)
@@ -27,6 +28,7 @@ func TestSize(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	for range 1000 {
 		r := New()
 		s := r.String()
@@ -53,6 +55,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestKnownValue(t *testing.T) {
+	t.Parallel()
 	r := Ref{0x00, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xff}
 	const s = "000123456789abcdef1032547698baff"
 	if got := r.String(); got != s {
@@ -72,6 +75,7 @@ func TestKnownValue(t *testing.T) {
 }
 
 func TestDistinct(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	seen := make(map[Ref]struct{}, n)
 	for range n {
@@ -91,6 +95,7 @@ func TestDistinct(t *testing.T) {
 // the count is 5 000 ± 50 (one standard deviation), so a failure means a
 // constant, structured or biased generator, not bad luck.
 func TestUniformity(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	var counts [Size * 8]int
 	for range n {
@@ -109,6 +114,7 @@ func TestUniformity(t *testing.T) {
 }
 
 func TestIsZero(t *testing.T) {
+	t.Parallel()
 	if !(Ref{}).IsZero() {
 		t.Error("Ref{}.IsZero() = false")
 	}
@@ -125,6 +131,7 @@ func TestIsZero(t *testing.T) {
 // such as "health-key-2026!") is flagged; drawn ones are not, and New never
 // returns a flagged one.
 func TestNotRandom(t *testing.T) {
+	t.Parallel()
 	for _, r := range []Ref{{}, Ref([]byte("health-key-2026!")), Ref([]byte("                ")), Ref([]byte("~~~~~~~~~~~~~~~~"))} {
 		if r.NotRandom() == "" {
 			t.Errorf("%q is not flagged", r[:])
@@ -143,6 +150,7 @@ func TestNotRandom(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	valid := "000123456789abcdef1032547698baff"
 	for _, s := range []string{
 		"",

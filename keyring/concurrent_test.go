@@ -127,6 +127,7 @@ func putMany(t *testing.T, r *keyring.Ring, prefix string, n int, a *acked) {
 }
 
 func TestConcurrentPutsOneRing(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
 	r := createRing(t, path, kek)
@@ -142,6 +143,7 @@ func TestConcurrentPutsOneRing(t *testing.T) {
 // TestConcurrentPutsManyRings puts through four Rings on one file at once.
 // Version 1 lost most of these DEKs.
 func TestConcurrentPutsManyRings(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
 	createRing(t, path, kek)
@@ -208,6 +210,7 @@ func runChildren(t *testing.T, path string, kek keyring.KEK, n int, modes ...str
 // TestConcurrentPutsProcesses puts from two child processes at once, while
 // this process puts too. Version 1 lost DEKs here, exiting 0.
 func TestConcurrentPutsProcesses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
 	r := createRing(t, path, kek)

@@ -222,6 +222,7 @@ func boltCheck(t *testing.T, path string) {
 // again (Delete) or Scrub runs (as keys rotate does when it finishes an
 // interrupted rotation).
 func TestKillDuringShred(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, step := range []string{"committed", "scrub-write"} {
 		t.Run("delete/"+step, func(t *testing.T) {
@@ -303,6 +304,7 @@ func TestKillDuringShred(t *testing.T) {
 // not deleted resolves, every acknowledged deletion holds, and the next
 // Delete leaves no byte in any free page.
 func TestKillAnywhere(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()

@@ -18,6 +18,7 @@ import (
 // version-1 ring to import is: opening it must fail at once (ErrFile,
 // ErrKEKFile), not block in open(2) until a writer comes.
 func TestFIFOKeyFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")

@@ -60,6 +60,7 @@ func v1Ring(t *testing.T) (string, keyring.KEK, map[storageid.ID]pme.DEK) {
 }
 
 func TestImportV1(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	jsonPath, kek, deks := v1Ring(t)
 	before, _ := os.ReadFile(jsonPath)
@@ -110,6 +111,7 @@ func TestImportV1(t *testing.T) {
 }
 
 func TestImportV1Malformed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	kek, _ := keyring.KEKFromBytes(make([]byte, keyring.KEKSize))
 	r := createRing(t, filepath.Join(t.TempDir(), "ring"), kek)
@@ -155,6 +157,7 @@ func resum(b []byte, off int) {
 }
 
 func TestMalformedFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	kek, _ := keyring.KEKFromBytes(make([]byte, keyring.KEKSize))
 	good := filepath.Join(t.TempDir(), "ring")
@@ -299,6 +302,7 @@ func (m *countingMaster) Decrypt(ctx context.Context, ct []byte) ([]byte, error)
 // never while the file is locked for writing, even when another Ring
 // re-keys the ring between two Puts.
 func TestMasterCalls(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	m := &countingMaster{kek: keyring.NewKEK(), path: path}
@@ -352,6 +356,7 @@ func TestMasterCalls(t *testing.T) {
 }
 
 func TestKEKFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kek")
 	k, err := keyring.CreateKEKFile(path)
@@ -416,6 +421,7 @@ func TestKEKFile(t *testing.T) {
 // end with the same KEK (version 1 of the CLI wrote without O_EXCL, and
 // the last writer won).
 func TestKEKFileRace(t *testing.T) {
+	t.Parallel()
 	for trial := range 20 {
 		path := filepath.Join(t.TempDir(), "kek")
 		const n = 8
@@ -485,6 +491,7 @@ type KEKHolder struct {
 // TestKEKPrinting prints KEKs in every position fmt reaches: version 1
 // printed the raw key of a KEK held in an unexported field.
 func TestKEKPrinting(t *testing.T) {
+	t.Parallel()
 	k := keyring.NewKEK()
 	h := KEKHolder{K: k, k: k, P: &k, p: &k, in: kekInner{k}, In: kekInner{k},
 		list: []keyring.KEK{k, k}, byName: map[string]keyring.KEK{"a": k}, any: k}
@@ -511,6 +518,7 @@ func TestKEKPrinting(t *testing.T) {
 }
 
 func TestKEKAsMaster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	k := keyring.NewKEK()
 	ct, err := k.Encrypt(ctx, []byte("ring key"))

@@ -16,6 +16,7 @@ import (
 // TestHas: Has reports exactly the ids held, in the order asked, from a
 // read-only ring too, and follows Put and Delete.
 func TestHas(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()

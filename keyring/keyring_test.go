@@ -30,6 +30,7 @@ func ids(n int) []storageid.ID {
 }
 
 func TestPutResolvePersist(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -83,6 +84,7 @@ func TestPutResolvePersist(t *testing.T) {
 }
 
 func TestWrongKEK(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ring")
 	r := createRing(t, path, keyring.NewKEK())
 	r.Put(context.Background(), ids(1)[0], pme.NewDEK())
@@ -113,6 +115,7 @@ func editFile(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 // TestMovedRecord moves a wrapped DEK in the file from one storage_id to
 // another: it must not unwrap there (the storage_id is associated data).
 func TestMovedRecord(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -181,6 +184,7 @@ func dekValues(t *testing.T, path string) map[string][]byte {
 // and no DEK; a re-key rewrites every DEK; both keep every DEK resolvable
 // under the new master only.
 func TestRotateAndRekey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	k1, k2, k3 := keyring.NewKEK(), keyring.NewKEK(), keyring.NewKEK()
@@ -256,6 +260,7 @@ func TestRotateAndRekey(t *testing.T) {
 // under the stale one, the DEK would not resolve, and the next re-key would
 // fail.
 func TestPutAfterRekeyElsewhere(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -279,6 +284,7 @@ func TestPutAfterRekeyElsewhere(t *testing.T) {
 // TestPutRacesRekey puts from goroutines through two Rings while a third
 // Ring and a child process re-key the ring again and again.
 func TestPutRacesRekey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -333,6 +339,7 @@ func TestPutRacesRekey(t *testing.T) {
 }
 
 func TestOpenDoesNotCreate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ring")
@@ -377,6 +384,7 @@ func TestOpenDoesNotCreate(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -431,6 +439,7 @@ func TestReadOnly(t *testing.T) {
 // for the lock timeout and fails with ErrBusy, changing nothing; a context
 // ends the wait too.
 func TestLockTimeout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -468,6 +477,7 @@ func TestLockTimeout(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
+	t.Parallel()
 	if _, err := keyring.Open(context.Background(), "x", keyring.NewKEK(), keyring.WithLockTimeout(0)); err == nil {
 		t.Fatal("a zero lock timeout was accepted")
 	}

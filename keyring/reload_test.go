@@ -60,6 +60,7 @@ func openFiles(ctx context.Context, path, kekPath string, opts ...keyring.Option
 // rotation, and its Master is the new KEK each time. A Ring without it
 // fails with ErrMaster, as every long-lived service did.
 func TestReloadAfterRotation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	path, kekPath := filepath.Join(dir, "ring"), filepath.Join(dir, "kek")
@@ -200,6 +201,7 @@ func fileChild(ctx context.Context, mode, path string, n int) int {
 // ring key"), every acknowledged DEK resolves under the final KEK, every
 // deleted one is gone, and the ring file is still the one created.
 func TestPutsWhileDeletingAndRotating(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	path, kekPath, stop := filepath.Join(dir, "ring"), filepath.Join(dir, "kek"), filepath.Join(dir, "stop")
@@ -293,6 +295,7 @@ func TestPutsWhileDeletingAndRotating(t *testing.T) {
 // Open, Put, Delete and ResolveDEK did so before, Rotate and Rekey failed
 // with ErrMaster at once.
 func TestRetryAfterReload(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	id, dek := ids(1)[0], pme.NewDEK()
 	ops := map[string]func(r *keyring.Ring, path string, reload keyring.ReloadFunc) error{

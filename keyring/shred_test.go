@@ -131,6 +131,7 @@ func fillRing(t *testing.T, r *keyring.Ring, n int) ([]storageid.ID, []pme.DEK) 
 // TestDeleteShreds: after Delete, the file holds neither the wrapped DEK
 // nor the storage_id, anywhere; no free page holds anything.
 func TestDeleteShreds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -161,6 +162,7 @@ func TestDeleteShreds(t *testing.T) {
 // the tree of the transaction before the Delete. That tree must not give the
 // deleted DEK back.
 func TestDeleteNoRollback(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()
@@ -204,6 +206,7 @@ func TestDeleteNoRollback(t *testing.T) {
 // key; no window of the file opens under the retired KEK. After Rotate,
 // the same holds for the ring key wrapped under the retired master.
 func TestRekeyShreds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	k1, k2, k3 := keyring.NewKEK(), keyring.NewKEK(), keyring.NewKEK()
@@ -265,6 +268,7 @@ func opensUnder(t *testing.T, path string, kek keyring.KEK, n int) int {
 // TestReplaceShreds: a Put that replaces the DEK held for a storage_id
 // leaves no copy of the DEK it replaced.
 func TestReplaceShreds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ring")
 	kek := keyring.NewKEK()

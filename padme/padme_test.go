@@ -71,6 +71,7 @@ func params(l uint64) (e, s, lastBits int) {
 }
 
 func TestTargetVectors(t *testing.T) {
+	t.Parallel()
 	// Padmé(L) by the paper's formula (Nikitin et al., "Reducing Metadata
 	// Leakage from Encrypted Files and Communication with PURBs", PoPETs
 	// 2019(4)): E = ⌊log2 L⌋, S = ⌊log2 E⌋ + 1, mask = 2^(E−S) − 1,
@@ -97,6 +98,7 @@ func TestTargetVectors(t *testing.T) {
 }
 
 func TestTargetGolden(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("testdata/padme-vectors.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +145,7 @@ func TestTargetGolden(t *testing.T) {
 }
 
 func TestTargetLimits(t *testing.T) {
+	t.Parallel()
 	if MaxLength != math.MaxUint64-(1<<57-1) {
 		t.Fatalf("MaxLength = %d, want 2^64 - 2^57", MaxLength)
 	}
@@ -174,6 +177,7 @@ func TestTargetLimits(t *testing.T) {
 }
 
 func TestTargetAroundPowersOfTwo(t *testing.T) {
+	t.Parallel()
 	for k := range 64 {
 		p := uint64(1) << k
 		for d := uint64(0); d <= 4; d++ {
@@ -191,6 +195,7 @@ func TestTargetAroundPowersOfTwo(t *testing.T) {
 }
 
 func TestTargetExhaustiveSmall(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 16
 	prev := uint64(0)
 	for l := range uint64(limit + 1) {
@@ -214,6 +219,7 @@ func randomLength(r *rand.Rand) uint64 {
 }
 
 func TestTargetProperties(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(0x5eed, 0x9ad3e))
 	for range 20000 {
 		l := randomLength(r)
@@ -262,6 +268,7 @@ func TestTargetProperties(t *testing.T) {
 }
 
 func TestTargetMonotone(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(0x5eed, 0x307070))
 	for range 20000 {
 		l1, l2 := randomLength(r), randomLength(r)
@@ -325,6 +332,7 @@ func checkSolve(t *testing.T, n uint64) Pad {
 }
 
 func TestSolveExhaustive(t *testing.T) {
+	t.Parallel()
 	var unreachable []uint64
 	for n := range uint64(70001) {
 		if checkSolve(t, n).KeyTail == 1 {
@@ -345,6 +353,7 @@ var stepDeltas = []uint64{
 }
 
 func TestSolveSteps(t *testing.T) {
+	t.Parallel()
 	for w := 1; w <= 9; w++ {
 		// The longest value with a w-byte prefix and the shortest with w+1.
 		v := uint64(1)<<(7*w) - 1
@@ -386,6 +395,7 @@ func TestSolveSteps(t *testing.T) {
 }
 
 func TestSolveRandom(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(0x5eed, 0x501e))
 	for range 20000 {
 		checkSolve(t, randomLength(r))
@@ -393,6 +403,7 @@ func TestSolveRandom(t *testing.T) {
 }
 
 func TestUvarintLen(t *testing.T) {
+	t.Parallel()
 	check := func(v uint64) {
 		if got, want := UvarintLen(v), len(binary.AppendUvarint(nil, v)); got != want {
 			t.Fatalf("UvarintLen(%d) = %d, want %d", v, got, want)
@@ -494,6 +505,7 @@ func checkEncoding(t *testing.T, buf *bytes.Buffer, p Pad) int {
 }
 
 func TestSolveEncoding(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	empty := checkEncoding(t, &buf, Pad{})
 	if want := 1 + 1 + len(PadKey) + 1 + 1 + 1; empty != want {
@@ -524,6 +536,7 @@ func TestSolveEncoding(t *testing.T) {
 }
 
 func TestGrowthLongKeys(t *testing.T) {
+	t.Parallel()
 	// Past 112 tail characters the key reaches 128 bytes and its own length
 	// prefix grows; Growth must still count the bytes exactly.
 	var buf bytes.Buffer
@@ -539,6 +552,7 @@ func TestGrowthLongKeys(t *testing.T) {
 }
 
 func TestNegativeKeyTailPanics(t *testing.T) {
+	t.Parallel()
 	for name, f := range map[string]func(Pad){
 		"Key":    func(p Pad) { _ = p.Key() },
 		"Growth": func(p Pad) { _ = p.Growth() },
@@ -555,6 +569,7 @@ func TestNegativeKeyTailPanics(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		key             string
 		reserved, valid bool

@@ -102,6 +102,7 @@ func declared(d ast.Decl) []string {
 
 // TestSpecAPI: pme exports specAPI, no more and no less.
 func TestSpecAPI(t *testing.T) {
+	t.Parallel()
 	got := exported(t, ".")
 	want := slices.Sorted(slices.Values(specAPI))
 	for _, n := range got {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSealOpen(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{16, 24, 32} {
 		raw := bytes.Repeat([]byte{byte(size)}, size)
 		k, err := pme.DEKFromBytes(raw)
@@ -50,6 +51,7 @@ func TestSealOpen(t *testing.T) {
 }
 
 func TestOpenFailures(t *testing.T) {
+	t.Parallel()
 	k := pme.NewDEK()
 	m, _ := k.Seal(nil, []byte("secret page"))
 	body := m[4:]
@@ -80,6 +82,7 @@ func TestOpenFailures(t *testing.T) {
 }
 
 func TestSplitModule(t *testing.T) {
+	t.Parallel()
 	k := pme.NewDEK()
 	m, _ := k.Seal(nil, []byte("abc"))
 	for name, b := range map[string][]byte{
@@ -109,6 +112,7 @@ func TestSplitModule(t *testing.T) {
 
 // TestNonceLimit: a DEK refuses its 2^32+1st module (NIST SP 800-38D 8.3).
 func TestNonceLimit(t *testing.T) {
+	t.Parallel()
 	k := pme.NewDEK()
 	pme.SetSealed(k, pme.MaxModules-1)
 	if _, err := k.Seal(nil, nil); err != nil {
@@ -127,6 +131,7 @@ func TestNonceLimit(t *testing.T) {
 }
 
 func TestDEKNeverPrints(t *testing.T) {
+	t.Parallel()
 	k := pme.NewDEK()
 	raw := k.Bytes()
 	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%T"} {
@@ -144,6 +149,7 @@ func TestDEKNeverPrints(t *testing.T) {
 }
 
 func TestFileCryptoMetaData(t *testing.T) {
+	t.Parallel()
 	ref := []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 	b, err := pme.AppendFileCryptoMetaData(nil, ref)
 	want := append([]byte{0x1c, 0x1c, 0x00, 0x00, 0x18, 0x10}, append(bytes.Clone(ref), 0x00)...)
@@ -177,6 +183,7 @@ func TestFileCryptoMetaData(t *testing.T) {
 }
 
 func TestTrailer(t *testing.T) {
+	t.Parallel()
 	tr, _ := pme.AppendTrailer(nil, 1234)
 	if n, err := pme.ParseTrailer(tr); err != nil || n != 1234 || string(tr[4:]) != "PARE" {
 		t.Fatal(n, err)

@@ -32,6 +32,7 @@ type DEKHolder struct {
 // fmt prints the struct the pointer points to (&{…}): the key sits one
 // pointer deeper, where fmt prints an address.
 func TestDEKPrinting(t *testing.T) {
+	t.Parallel()
 	d := pme.NewDEK()
 	h := DEKHolder{D: d, d: d, P: &d, p: &d, in: dekInner{d}, In: dekInner{d},
 		list: []pme.DEK{d, d}, byName: map[string]pme.DEK{"a": d}, any: d}

@@ -91,6 +91,7 @@ func TestScanDeadline(t *testing.T) {
 // before it decodes a row, with ErrValueLimit naming the limit;
 // WithMaxValues sets the limit, and a scan may decode exactly its limit.
 func TestScanValueLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range claimedCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
@@ -125,6 +126,7 @@ func TestScanValueLimit(t *testing.T) {
 // group and projected column a scan reads, and stops the scan at the row
 // group that would pass it, after the rows of those before.
 func TestScanValueLimitRowGroups(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := newMemStore()
 	rec := hostile.FlatRecord(1000)
@@ -169,6 +171,7 @@ func TestScanValueLimitRowGroups(t *testing.T) {
 // whole with the default options: the reader bounds the work a tiny object
 // demands without refusing highly compressible pages.
 func TestConstantColumnReads(t *testing.T) {
+	t.Parallel()
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: writes and reads 10M rows; CI runs it")
 	}
@@ -186,7 +189,7 @@ func TestConstantColumnReads(t *testing.T) {
 	}
 	b.Field(1).(*array.Int32Builder).AppendNulls(n)
 	rec := b.NewRecordBatch()
-	defer rec.Release()
+	t.Cleanup(rec.Release) // after the parallel subtests
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -196,6 +199,7 @@ func TestConstantColumnReads(t *testing.T) {
 		{"one row group", []writer.Option{writer.WithRowGroupRows(n), writer.WithRowGroupBytes(1 << 30)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			st := newMemStore()
 			obj := writeObject(t, st, schema, rec, tc.opts...)
 			r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})

@@ -16,6 +16,7 @@ import (
 // were written (a time zone other than UTC, a large string, a
 // dictionary), values equal.
 func TestStoredSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 	schema := arrow.NewSchema([]arrow.Field{
@@ -61,6 +62,7 @@ func TestStoredSchema(t *testing.T) {
 // arrow-schema-*), is ignored with no error: the object opens and reads in
 // the types of its Parquet schema.
 func TestStoredSchemaIgnored(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	want := []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64}
 	n := 0

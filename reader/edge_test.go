@@ -64,6 +64,7 @@ func nestedObject(t *testing.T, n int, opts ...writer.Option) (*memStore, writer
 }
 
 func TestNestedProjection(t *testing.T) {
+	t.Parallel()
 	st, obj, _, rec := nestedObject(t, 1000, writer.WithRowGroupRows(300))
 	defer rec.Release()
 	ctx := context.Background()
@@ -118,6 +119,7 @@ func TestNestedProjection(t *testing.T) {
 // TestEmptyRowGroupSelection: WithRowGroups with no index is refused
 // (ErrOption), never read as "every row group".
 func TestEmptyRowGroupSelection(t *testing.T) {
+	t.Parallel()
 	st, obj, _, rec := nestedObject(t, 1000, writer.WithRowGroupRows(300))
 	defer rec.Release()
 	ctx := context.Background()
@@ -132,6 +134,7 @@ func TestEmptyRowGroupSelection(t *testing.T) {
 }
 
 func TestEmptyObjectRead(t *testing.T) {
+	t.Parallel()
 	st, obj, _, rec := nestedObject(t, 0)
 	defer rec.Release()
 	ctx := context.Background()
@@ -212,6 +215,7 @@ func TestAbandonedScan(t *testing.T) {
 // columns at many offsets: a full scan, and a scan of each nested field,
 // must fail with an error matching verify.ErrVerify, never panic.
 func TestTamperNested(t *testing.T) {
+	t.Parallel()
 	st, obj, _, rec := nestedObject(t, 3000, writer.WithRowGroupRows(1000), writer.WithCodec(writer.Uncompressed))
 	defer rec.Release()
 	ctx := context.Background()
@@ -263,6 +267,7 @@ func TestTamperNested(t *testing.T) {
 // batch), above arrow-go's default read limit of 64 MiB compressed. The
 // reader must read every object the writer publishes.
 func TestLargePageReadable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short, not under CI: writes a 70 MiB page")
 	}
@@ -315,6 +320,7 @@ func TestLargePageReadable(t *testing.T) {
 // the second half of a large chunk must fail the scan with a verification
 // error.
 func TestParallelOpen(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "x", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(1)},
 		{Name: "y", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(2)},
@@ -402,6 +408,7 @@ func TestParallelOpen(t *testing.T) {
 // the footer region of every such object: FileCryptoMetaData, the footer
 // module's overhead, the padding, and up to 64 MiB of other metadata.
 func TestDefaultMaxFooterCoversPadding(t *testing.T) {
+	t.Parallel()
 	for e := 10; e < 38; e++ {
 		for _, l := range []uint64{1<<e - 1, 1 << e, 1<<e + 1, 3 << (e - 1)} {
 			target, err := padme.Target(l)
@@ -421,6 +428,7 @@ func TestDefaultMaxFooterCoversPadding(t *testing.T) {
 // TestEmptyFieldProjection: WithFields with no field ID projects no
 // column, not every column.
 func TestEmptyFieldProjection(t *testing.T) {
+	t.Parallel()
 	st, obj, _, rec := nestedObject(t, 100)
 	defer rec.Release()
 	ctx := context.Background()

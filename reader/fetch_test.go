@@ -15,6 +15,7 @@ import (
 // spanned row groups, and every second chunk when they did not); adjacent
 // projected chunks are fetched as one range.
 func TestFetchAhead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema, rec := fiveColumns(t, 40000)
 	defer rec.Release()

@@ -17,6 +17,7 @@ import (
 // written in (arrow.TypeEqual, field metadata aside) with equal values
 // (array.Equal), whole and projected to one field.
 func TestRoundTripTestTables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, schema := range map[string]*arrow.Schema{"AllTypes": testtables.AllTypes(), "ArrowTypes": testtables.ArrowTypes()} {
 		t.Run(name, func(t *testing.T) {

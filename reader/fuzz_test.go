@@ -31,6 +31,7 @@ func FuzzOpen(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		t.Parallel() // the seed inputs run in parallel; fuzzing ignores it
 		ctx := context.Background()
 		st := newMemStore()
 		id := st.put(data)
@@ -100,6 +101,7 @@ func FuzzPlaintext(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, plain []byte) {
+		t.Parallel() // the seed inputs run in parallel; fuzzing ignores it
 		ctx := context.Background()
 		st := hostile.NewStore()
 		id := st.Put(hostile.Reseal(plain, dek), dek)

@@ -64,10 +64,12 @@ func fuzzKey() pme.DEK {
 // case's error (or read rows), and Check reports the requirements the case
 // says the object fails.
 func TestHostile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dek := fuzzKey()
 	for _, c := range hostileCases() {
 		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
 			if c.err != nil {
 				t.Fatal(c.err)
 			}

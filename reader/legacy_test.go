@@ -38,6 +38,7 @@ func sealBytes(t *testing.T, b []byte) *reader.Reader {
 // writes them) read at microseconds; a file with a value outside the
 // microsecond range is refused by SealFile, which decodes what it seals.
 func TestSealedTimestamps(t *testing.T) {
+	t.Parallel()
 	const day = 86_400_000_000
 	vals := []parquet.Int96{
 		testtables.Int96(testtables.Int96Epoch+19_000, 0),
@@ -77,6 +78,7 @@ func TestSealedTimestamps(t *testing.T) {
 // their logical type (package pqtypes), not as plain binary, with their
 // bytes.
 func TestSealedGeospatial(t *testing.T) {
+	t.Parallel()
 	r := sealBytes(t, testtables.Geospatial())
 	for _, f := range r.Schema().Fields() {
 		if _, ok := f.Type.(*pqtypes.GeoType); !ok {

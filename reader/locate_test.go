@@ -18,6 +18,7 @@ import (
 // give: a byte damaged in the chunk it names fails a scan of that field
 // and row group, not of another field of that row group.
 func TestLocate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const rows, rgRows = 30000, 10000
 	schema, rec := fiveColumns(t, rows)

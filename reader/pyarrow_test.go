@@ -18,6 +18,7 @@ import (
 // offsets, a dictionary, date64, decimal256), and in the Parquet types
 // where they do not (a dictionary with 8-bit indices, a string view).
 func TestPyarrowArrowTypes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f, err := os.Open("testdata/pyarrow/arrowtypes.parquet")
 	if err != nil {

@@ -17,6 +17,7 @@ func fid(id int) arrow.Metadata {
 }
 
 func TestRoundTripSmoke(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(1)},
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: fid(2)},
@@ -69,6 +70,7 @@ func TestRoundTripSmoke(t *testing.T) {
 // TestMetadata: footer key-value entries come back through Metadata; the
 // padding entry and the stored Arrow schema do not.
 func TestMetadata(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema, rec := fiveColumns(t, 10)
 	defer rec.Release()

@@ -12,6 +12,7 @@ import (
 // chunks, and fetches them and their proofs; a full Verify adds the whole
 // object; the counts only grow.
 func TestStats(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema, rec := fiveColumns(t, 20000)
 	defer rec.Release()

@@ -105,6 +105,7 @@ func isVerifyErr(err error) bool {
 // reads elsewhere still succeed and never make the object count as verified;
 // full verification always fails.
 func TestTamper(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const rows, rgRows = 40000, 10000
 	schema, rec := fiveColumns(t, rows)
@@ -321,6 +322,7 @@ func sameLengthModules(t *testing.T, l objectLayout) (pme.Span, pme.Span) {
 // plaintext Parquet file (refused: plaintext footers are forbidden, Section
 // 11.4), and bytes too short to be a file.
 func TestNotSOPPME(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var plain bytes.Buffer
 	schema, rec := fiveColumns(t, 100)

@@ -187,6 +187,7 @@ func readAll(t testing.TB, r *reader.Reader, opts ...reader.ScanOption) []arrow.
 // TestRoundTripTypes writes every listed type under several layouts and
 // reads it back through the verified reader: every value must be equal.
 func TestRoundTripTypes(t *testing.T) {
+	t.Parallel()
 	const n = 3000
 	schema, rec := allTypes(t, n)
 	defer rec.Release()

@@ -24,10 +24,12 @@ func loadVectors(t testing.TB) []vectors.Vector {
 // vector expects: the rows or the error of the read, the outcome of full
 // verification, and the requirements Check reports failed.
 func TestVectors(t *testing.T) {
+	t.Parallel()
 	vs := loadVectors(t)
 	for i := range vs {
 		v := &vs[i]
 		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
 			if err := v.Match(vectors.Run(context.Background(), v)); err != nil {
 				t.Fatalf("%s (rule %s):\n%v", v.Name, v.Rule, err)
 			}

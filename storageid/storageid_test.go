@@ -20,6 +20,7 @@ import (
 // test vectors (input: bytes 0, 1, ..., 250, 0, 1, ... of each length; the
 // storage_id is the first 32 bytes of the extended hash).
 func TestOfficialVectors(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/blake3-vectors.json")
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +55,7 @@ func TestOfficialVectors(t *testing.T) {
 
 // TestEmptyBlob pins the iroh-blobs hash of the empty blob.
 func TestEmptyBlob(t *testing.T) {
+	t.Parallel()
 	if got := storageid.Sum(nil).String(); got != "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262" {
 		t.Fatal(got)
 	}
@@ -62,6 +64,7 @@ func TestEmptyBlob(t *testing.T) {
 // TestB3sum cross-checks against Debian's b3sum, an independent
 // implementation, on generated files around the chunk and group sizes.
 func TestB3sum(t *testing.T) {
+	t.Parallel()
 	b3sum, err := exec.LookPath("b3sum")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -105,6 +108,7 @@ func TestB3sum(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	id := storageid.Sum([]byte("hello"))
 	for _, s := range []string{id.String(), strings.ToUpper(id.String())} {
 		got, err := storageid.Parse(s)

@@ -15,6 +15,7 @@ import (
 // path above bulk), reads straddling bulkMax boundaries, and Verify, on a blob
 // of just over 2×bulkMax.
 func TestLargeSubtrees(t *testing.T) {
+	t.Parallel()
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short, not under CI: large")
 	}
@@ -64,6 +65,7 @@ type zeroReader struct{}
 func (zeroReader) Read([]byte) (int, error) { return 0, nil }
 
 func TestStalledSource(t *testing.T) {
+	t.Parallel()
 	_, err := NewReader(context.Background(), stalled{}, storageid.Sum(nil))
 	if !errors.Is(err, io.ErrNoProgress) {
 		t.Fatalf("NewReader over a stalled source: %v, want io.ErrNoProgress", err)

@@ -35,6 +35,7 @@ func baoOutboard(data []byte) ([]byte, storageid.ID) {
 }
 
 func TestHasherMatchesBao(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, size := range testSizes(t) {
 		data := randBytes(size, uint64(size))
@@ -84,6 +85,7 @@ func TestHasherMatchesBao(t *testing.T) {
 // TestHasherSumKeepsState checks that Sum and WriteOutboard can be called
 // mid-stream.
 func TestHasherSumKeepsState(t *testing.T) {
+	t.Parallel()
 	data := randBytes(5*GroupSize+99, 9)
 	var h Hasher
 	for i, cut := range []int{0, 100, GroupSize, 2*GroupSize + 5, len(data)} {
@@ -117,6 +119,7 @@ func (w *failWriter) Write(p []byte) (int, error) {
 }
 
 func TestWriteOutboardError(t *testing.T) {
+	t.Parallel()
 	var h Hasher
 	h.Write(randBytes(4<<20, 1))
 	if err := h.WriteOutboard(&failWriter{n: 1000}); err != errFail {

@@ -13,6 +13,7 @@ import (
 // names the group it read. Before, Verify said only "bytes [0, 8388608) do
 // not match" for any byte altered in the first 8 MiB.
 func TestRangeError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	size := 2*bulkMax + 5*GroupSize + 123 // bulk subtrees, a node above them, a short last group
 	data := randBytes(size, 7)

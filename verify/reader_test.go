@@ -16,6 +16,7 @@ import (
 )
 
 func TestReaderReadAt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, size := range testSizes(t) {
@@ -59,6 +60,7 @@ func TestReaderReadAt(t *testing.T) {
 }
 
 func TestReaderNegativeOffset(t *testing.T) {
+	t.Parallel()
 	src := newMemSource(t, randBytes(100, 1))
 	r, err := NewReader(context.Background(), src, src.id)
 	if err != nil {
@@ -72,6 +74,7 @@ func TestReaderNegativeOffset(t *testing.T) {
 // TestReaderTail checks that NewReader makes one request, and that reads
 // inside the last group are served from it.
 func TestReaderTail(t *testing.T) {
+	t.Parallel()
 	data := randBytes(4*GroupSize+500, 3)
 	src := newMemSource(t, data)
 	r, err := NewReader(context.Background(), src, src.id)
@@ -91,6 +94,7 @@ func TestReaderTail(t *testing.T) {
 }
 
 func TestReaderErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	data := randBytes(5*GroupSize+100, 4)
 	src := newMemSource(t, data)
@@ -133,6 +137,7 @@ func (a anySource) Slice(ctx context.Context, _ storageid.ID, off, n uint64) (io
 // checks that each read fails with ErrVerify or ErrSize and leaves the
 // destination cleared.
 func TestTamper(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, size := range []int{GroupSize + 1, 5*GroupSize + 100, 3<<20 + 77} {
 		data := randBytes(size, uint64(size))
@@ -227,6 +232,7 @@ func TestTamper(t *testing.T) {
 
 // TestTamperEveryByte flips each byte of a slice in turn.
 func TestTamperEveryByte(t *testing.T) {
+	t.Parallel()
 	data := randBytes(4*GroupSize+10, 8)
 	id, ob := encode(t, data)
 	for _, rg := range [][2]uint64{{0, uint64(len(data))}, {GroupSize + 1, GroupSize}, {tailOffset, 1}} {
@@ -277,6 +283,7 @@ func TestNoAllocationByClaimedSize(t *testing.T) {
 }
 
 func TestReaderConcurrent(t *testing.T) {
+	t.Parallel()
 	data := randBytes(2<<20+333, 10)
 	src := newMemSource(t, data)
 	r, err := NewReader(context.Background(), src, src.id)
@@ -303,6 +310,7 @@ func TestReaderConcurrent(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sizes := []int{0, 1, GroupSize, 5*GroupSize + 1, bulkMax - 1, bulkMax, bulkMax + 1}
 	if !testing.Short() || isCI() {
@@ -350,6 +358,7 @@ func TestVerifyBoundedMemory(t *testing.T) {
 }
 
 func TestVerifyReader(t *testing.T) {
+	t.Parallel()
 	data := randBytes(100000, 13)
 	id := storageid.Sum(data)
 	if err := VerifyReader(bytes.NewReader(data), id); err != nil {

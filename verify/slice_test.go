@@ -57,6 +57,7 @@ func le64(v uint64) []byte {
 }
 
 func TestExtractSliceMatchesBao(t *testing.T) {
+	t.Parallel()
 	for _, size := range testSizes(t) {
 		data := randBytes(size, uint64(size)+1)
 		id, ob := encode(t, data)
@@ -89,6 +90,7 @@ func TestExtractSliceMatchesBao(t *testing.T) {
 }
 
 func TestExtractSliceErrors(t *testing.T) {
+	t.Parallel()
 	data := randBytes(3*GroupSize+5, 1)
 	_, ob := encode(t, data)
 	if _, err := ExtractSlice(bytes.NewReader(data), bytes.NewReader(ob), uint64(len(data)), 0, 0); err == nil {

@@ -93,6 +93,7 @@ func flip(b []byte, i int) []byte {
 }
 
 func TestVectorsHash(t *testing.T) {
+	t.Parallel()
 	for _, v := range loadVectors(t).Hash {
 		id, _ := encode(t, baoInput(v.InputLen))
 		if id != mustID(t, v.BaoHash) {
@@ -102,6 +103,7 @@ func TestVectorsHash(t *testing.T) {
 }
 
 func TestVectorsOutboard(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, v := range loadVectors(t).Outboard {
 		in := baoInput(v.InputLen)
@@ -141,6 +143,7 @@ func TestVectorsOutboard(t *testing.T) {
 // TestVectorsEncode checks that a slice of a whole blob is its combined
 // encoding, and that every corruption of it fails verification.
 func TestVectorsEncode(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, v := range loadVectors(t).Encode {
 		in := baoInput(v.InputLen)
@@ -163,6 +166,7 @@ func TestVectorsEncode(t *testing.T) {
 }
 
 func TestVectorsSlice(t *testing.T) {
+	t.Parallel()
 	for _, v := range loadVectors(t).Slice {
 		in := baoInput(v.InputLen)
 		id, ob := encode(t, in)
@@ -203,6 +207,7 @@ func TestVectorsSlice(t *testing.T) {
 }
 
 func TestVectorsSeek(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, v := range loadVectors(t).Seek {
 		in := baoInput(v.InputLen)

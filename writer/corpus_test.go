@@ -58,6 +58,7 @@ func unknownLogicalType(elem int) func(md *thrift.Struct) {
 // refused it ("the Parquet schema has no Arrow form: invalid logical
 // type"), and so did the reader.
 func TestSealFileUnknownLogicalType(t *testing.T) {
+	t.Parallel()
 	rec := twoStrings(50)
 	defer rec.Release()
 	plain := editFooter(t, plainParquet(t, rec), unknownLogicalType(2))
@@ -103,6 +104,7 @@ func allNullFloats(n int) arrow.RecordBatch {
 // "snappy: no decoded length") and import's re-encoding failed in arrow-go
 // ("s2: corrupt input").
 func TestSealFileEmptyV2Values(t *testing.T) {
+	t.Parallel()
 	rec := allNullFloats(7)
 	defer rec.Release()
 	plain := plainParquet(t, rec, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(false))
@@ -161,6 +163,7 @@ func codecsOf(t *testing.T, st *memstore.Store, obj writer.Object) map[compress.
 // them (writer.ErrCodec) and import's re-encoding failed in arrow-go
 // ("compression for LZ4 unimplemented"; parquet-testing's three LZ4 files).
 func TestSealFileLZ4(t *testing.T) {
+	t.Parallel()
 	_, rec := testTable(t, 2000, "")
 	defer rec.Release()
 	uncompressed := plainParquet(t, rec, parquet.WithMaxRowGroupLength(700), parquet.WithCompression(compress.Codecs.Uncompressed))
@@ -235,6 +238,7 @@ func objectFooter(t *testing.T, data []byte, dek pme.DEK) *pme.Footer {
 // byte_stream_split_extended.gzip.parquet), and so did BIT_PACKED levels.
 // (interop's TestSealerEncodingsDuckDBReads asks DuckDB itself.)
 func TestSealFileEncodings(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 		{Name: "i64", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -345,6 +349,7 @@ func onPages(col int, edit func(p *plainedit.Page) error) func(p *plainedit.Page
 //     decoding tells: the sealer decodes each row group as the reader will
 //     before it seals the next.
 func TestSealFileRefusesWhatTheReaderRefuses(t *testing.T) {
+	t.Parallel()
 	rec := listRecord(600)
 	defer rec.Release()
 	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false),

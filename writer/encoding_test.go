@@ -15,6 +15,7 @@ import (
 // repeat, plain where they hardly do or where the dictionary would outgrow
 // its page (the encoder would fall back anyway).
 func TestDictionaryPays(t *testing.T) {
+	t.Parallel()
 	const rows = 122_880
 	rng := rand.New(rand.NewPCG(1, 2))
 	col := func(name string, fill func(b array.Builder, i int)) (string, arrow.RecordBatch) {
@@ -65,6 +66,7 @@ func TestDictionaryPays(t *testing.T) {
 
 // TestEstimateDistinct: Chao's estimator on samples of known populations.
 func TestEstimateDistinct(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, pop := range []int{100, 5_000, 50_000} {
 		const rows, sample = 200_000, dictSample
@@ -83,6 +85,7 @@ func TestEstimateDistinct(t *testing.T) {
 // properties, column by column; WithDictionary(true) and (false) override
 // them for every column.
 func TestDictionaryChoicesApplied(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "seq", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "small", Type: arrow.PrimitiveTypes.Int64},

@@ -169,6 +169,7 @@ func checkFieldIDs(t *testing.T, footer *pme.Footer, schema *arrow.Schema) {
 }
 
 func TestObjectLayout(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 5000, "")
 	defer rec.Release()
 	for _, tc := range []struct {
@@ -192,6 +193,7 @@ func TestObjectLayout(t *testing.T) {
 }
 
 func TestEmptyObject(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 0, "")
 	defer rec.Release()
 	st := newMemStore()
@@ -206,6 +208,7 @@ func TestEmptyObject(t *testing.T) {
 // key_ref, no storage_id, and no byte of ciphertext beyond the format's
 // constants.
 func TestFreshKeys(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 100, "")
 	defer rec.Release()
 	st := newMemStore()
@@ -223,6 +226,7 @@ func TestFreshKeys(t *testing.T) {
 }
 
 func TestObjectPrintsNoKey(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 10, "")
 	defer rec.Release()
 	st := newMemStore()
@@ -243,6 +247,7 @@ func TestObjectPrintsNoKey(t *testing.T) {
 // checks that neither a canary nor any 8-byte piece of one occurs in the
 // object.
 func TestNoPlaintextLeak(t *testing.T) {
+	t.Parallel()
 	const canary = "CANARY-q7Zx19KpWm3v"
 	schema, rec := testTable(t, 3000, canary)
 	defer rec.Release()
@@ -286,6 +291,7 @@ func TestNoPlaintextLeak(t *testing.T) {
 // store and searches every file the store holds (data, outboards, anything
 // staged) for the canary: only ciphertext is ever staged or stored.
 func TestNoPlaintextLeakInStore(t *testing.T) {
+	t.Parallel()
 	const canary = "CANARY-Vb83nQ2tLx0z"
 	schema, rec := testTable(t, 2000, canary)
 	defer rec.Release()
@@ -343,6 +349,7 @@ func assertNoCanary(t *testing.T, where string, data []byte, canary string) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 10, "")
 	defer rec.Release()
 	ctx := context.Background()
@@ -550,6 +557,7 @@ func TestBadInput(t *testing.T) {
 // bytes: an object whose unpadded size is already a Padmé fixed point (delta
 // 0) still carries the padding entry, present and empty.
 func TestPadEntryAlwaysPresent(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 50, "")
 	defer rec.Release()
 	st := newMemStore()

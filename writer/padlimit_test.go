@@ -84,6 +84,7 @@ func TestPadBeyondThriftBinary(t *testing.T) {
 // the reader takes (pme.MaxFooterRegion of the object's size), and takes
 // one of exactly that size. The sizes are faked: the footer is a real one.
 func TestCheckReadableRegion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{FieldIDKey}, []string{"1"})}}, nil)
 	st := memstore.New()

@@ -112,6 +112,7 @@ func nested(depth int) *arrow.Schema {
 // deep"), and a schema of 2,000 leaf columns was published and its default
 // scan refused it.
 func TestWriterRefusesWhatReaderRefuses(t *testing.T) {
+	t.Parallel()
 	wide := func(n int) *arrow.Schema {
 		fs := make([]arrow.Field, n)
 		for i := range fs {
@@ -175,6 +176,7 @@ func TestWriterRefusesWhatReaderRefuses(t *testing.T) {
 // length key-value entries; the writer publishes the most that fit and
 // refuses one more (WithMetadata).
 func TestWriterKeyValueLimit(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int32, Metadata: idMeta(1)}}, nil)
 	try := func(n int) (*committing, writer.Object, error) {
 		opts := make([]writer.Option, n)
@@ -223,6 +225,7 @@ func TestWriterKeyValueLimit(t *testing.T) {
 // rows of one 1,000-byte string were published in row groups whose
 // batches the default scan refused (ErrMemoryLimit).
 func TestWriterLargeValues(t *testing.T) {
+	t.Parallel()
 	strs := func(values ...string) (*arrow.Schema, arrow.RecordBatch) {
 		schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Metadata: idMeta(1)}}, nil)
 		b := array.NewStringBuilder(memory.DefaultAllocator)
@@ -291,6 +294,7 @@ func nullRows(schema *arrow.Schema, n int) arrow.RecordBatch {
 // refuses it (ErrFieldID), and with WithAssignFieldIDs gives that column a
 // fresh ID, making a conformant object.
 func TestSealFileFieldIDZero(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: idMeta(0)},

@@ -199,6 +199,7 @@ func withSchema(rec arrow.RecordBatch, s *arrow.Schema) arrow.RecordBatch {
 // file has are gone from the object's footer, with their offsets; the
 // file's metadata is kept and WithMetadata's appended; progress adds up.
 func TestSealFile(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 5000, "")
 	defer rec.Release()
 	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(1500),
@@ -306,6 +307,7 @@ func eachChunk(md *metadata.FileMetaData, fn func(*metadata.ColumnChunkMetaData)
 // the file has are kept. Without WithAssignFieldIDs such a file is
 // refused, naming the fields, and nothing is staged.
 func TestSealFileFieldIDs(t *testing.T) {
+	t.Parallel()
 	full, rec := testTable(t, 300, "")
 	defer rec.Release()
 	cases := map[string]func(path string) bool{
@@ -382,6 +384,7 @@ func TestSealFileFieldIDs(t *testing.T) {
 // TestSealFileDuplicateIDs: duplicate IDs are refused, with
 // WithAssignFieldIDs or without, before anything is staged.
 func TestSealFileDuplicateIDs(t *testing.T) {
+	t.Parallel()
 	full, rec := testTable(t, 50, "")
 	defer rec.Release()
 	fs := full.Fields()
@@ -449,6 +452,7 @@ func bumpSnappyLength(t *testing.T) func(b []byte) {
 // typed errors, and nothing is published: a refusal found while sealing
 // aborts the staged import.
 func TestSealFileRefusals(t *testing.T) {
+	t.Parallel()
 	_, rec := testTable(t, 3000, "")
 	defer rec.Release()
 	good := plainParquet(t, rec, parquet.WithMaxRowGroupLength(1000), parquet.WithCompression(compress.Codecs.Snappy))
@@ -545,6 +549,7 @@ func readsAsFile(t *testing.T, st *memstore.Store, obj writer.Object, f []byte) 
 // the object is conformant and reads as the file does, and Progress counts
 // the pages rewritten.
 func TestSealFileV2(t *testing.T) {
+	t.Parallel()
 	_, rec := testTable(t, 3000, "")
 	defer rec.Release()
 	required := arrow.NewSchema([]arrow.Field{
@@ -635,6 +640,7 @@ func streamZstd(t *testing.T, flush int) func([]byte) []byte {
 // naming the column, when they do not (a block every 256 bytes, each of
 // which could decode to 128 KiB); arrow-go reads both files.
 func TestSealFileStreamingZstd(t *testing.T) {
+	t.Parallel()
 	_, rec := testTable(t, 4000, "")
 	defer rec.Release()
 	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithMaxRowGroupLength(2000), parquet.WithDataPageSize(256<<10))
@@ -670,6 +676,7 @@ func TestSealFileStreamingZstd(t *testing.T) {
 // TestSealFileOptions: the options of encoding are refused, and so is
 // WithAssignFieldIDs for New; a nil store or file too.
 func TestSealFileOptions(t *testing.T) {
+	t.Parallel()
 	_, rec := testTable(t, 10, "")
 	defer rec.Release()
 	plain := plainParquet(t, rec)
@@ -710,6 +717,7 @@ func (f *failAt) ReadAt(p []byte, off int64) (int, error) {
 // TestSealFileAborts: a cancelled context, a failing read and a failing
 // store, each midway, publish nothing and abort the staged import.
 func TestSealFileAborts(t *testing.T) {
+	t.Parallel()
 	_, rec := testTable(t, 4000, "")
 	defer rec.Release()
 	plain := plainParquet(t, rec, parquet.WithMaxRowGroupLength(1000))
@@ -859,6 +867,7 @@ func TestSealFileMemory(t *testing.T) {
 // group of empty column chunks) seals into a conformant object without
 // rows, with the file's schema.
 func TestSealFileEmpty(t *testing.T) {
+	t.Parallel()
 	schema, rec := testTable(t, 10, "")
 	defer rec.Release()
 	empty := rec.NewSlice(0, 0)

@@ -31,6 +31,7 @@ func (r *recorder) Write(p []byte) (int, error) {
 // sinkBuf bytes of which only the last may leave a buffer part full, and
 // the count is of every byte.
 func TestSinkCoalesces(t *testing.T) {
+	t.Parallel()
 	src := rand.NewChaCha8([32]byte{1})
 	rng := rand.New(src)
 	var want bytes.Buffer
@@ -99,6 +100,7 @@ func TestSinkAllocs(t *testing.T) {
 // Write and from close (every close), and nothing after it reaches the
 // store.
 func TestSinkStickyError(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{failAt: 3 * sinkBuf}
 	s := newSink(rec)
 	p := make([]byte, 256<<10)

@@ -75,6 +75,7 @@ func variantRecord(t *testing.T, n int, shredded bool) arrow.RecordBatch {
 // with "internal error: AssignFieldIDs left var.metadata without an ID"
 // (136 of the 137 files of parquet-testing's shredded_variant/).
 func TestAssignFieldIDsVariant(t *testing.T) {
+	t.Parallel()
 	for _, shredded := range []bool{false, true} {
 		rec := variantRecord(t, 40, shredded)
 		defer rec.Release()
@@ -109,6 +110,7 @@ func TestAssignFieldIDsVariant(t *testing.T) {
 // IDs seals with WithAssignFieldIDs, the variant's columns numbered, and
 // reads back as the file does.
 func TestSealFileVariant(t *testing.T) {
+	t.Parallel()
 	for _, shredded := range []bool{false, true} {
 		rec := variantRecord(t, 300, shredded)
 		defer rec.Release()

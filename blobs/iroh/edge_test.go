@@ -13,6 +13,7 @@ import (
 // (successful or not) or Abort, Write and Commit fail with an error matching
 // ErrClosed." The iroh pending returns plain errors.New values instead.
 func TestPendingErrClosed(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 
@@ -56,6 +57,7 @@ func TestPendingErrClosed(t *testing.T) {
 // is empty, export_bao sends only its Size item (the size header the remote
 // claimed), and Size returns it with nothing verified.
 func TestSizeOfPartialBlobUnverified(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	a := openStore(t, t.TempDir())
 	b := openStore(t, t.TempDir())

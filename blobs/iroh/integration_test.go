@@ -16,6 +16,7 @@ import (
 // TestSameAsDirStore checks that the iroh store and the pure-Go directory
 // store agree: the same storage_id and byte-identical slices.
 func TestSameAsDirStore(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	d, err := blobs.CreateDir(t.TempDir())
@@ -53,6 +54,7 @@ func TestSameAsDirStore(t *testing.T) {
 // TestVerifyReader reads through package verify from the iroh store, local
 // and remote, as the reader does.
 func TestVerifyReader(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	dirA := t.TempDir()
 	a := openStore(t, dirA)

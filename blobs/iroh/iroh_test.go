@@ -124,6 +124,7 @@ func rangesFor(size int) [][2]uint64 {
 }
 
 func TestImportHash(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	for i, n := range sizes {
@@ -184,6 +185,7 @@ func TestImportHash(t *testing.T) {
 }
 
 func TestHashMismatchRejected(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	data := randBytes(7, 50000)
@@ -195,6 +197,7 @@ func TestHashMismatchRejected(t *testing.T) {
 }
 
 func TestCreateAbort(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	data := randBytes(8, 3*group)
@@ -226,6 +229,7 @@ func TestCreateAbort(t *testing.T) {
 // export_bao slices are byte for byte the slices lukechampine.com/blake3/bao
 // makes for the same group-aligned range, and verify against the hash.
 func TestSliceMatchesBao(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	for i, n := range sizes {
@@ -256,6 +260,7 @@ func TestSliceMatchesBao(t *testing.T) {
 }
 
 func TestSliceErrors(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	missing := storageid.Sum([]byte("never imported"))
@@ -326,6 +331,7 @@ func corrupt(t testing.TB, dir string, s *Store, id storageid.ID, off int64) *St
 }
 
 func TestCorruptDataFailsClosed(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	s := openStore(t, dir)
@@ -355,6 +361,7 @@ func TestCorruptDataFailsClosed(t *testing.T) {
 }
 
 func TestReopen(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	s, err := Open(ctx, dir)
@@ -397,6 +404,7 @@ func TestReopen(t *testing.T) {
 }
 
 func TestConcurrentSlices(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	data := randBytes(400, 1<<20)
@@ -435,6 +443,7 @@ func TestConcurrentSlices(t *testing.T) {
 }
 
 func TestTwoNodes(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	a := openStore(t, t.TempDir())
 	b := openStore(t, t.TempDir())
@@ -528,6 +537,7 @@ func TestTwoNodes(t *testing.T) {
 }
 
 func TestRemoteCorrupt(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	dirA := t.TempDir()
 	a := openStore(t, dirA)
@@ -561,6 +571,7 @@ func TestRemoteCorrupt(t *testing.T) {
 }
 
 func TestRemoteAddressChecks(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	id := storageid.Sum([]byte("x"))
@@ -584,6 +595,7 @@ func TestRemoteAddressChecks(t *testing.T) {
 // TestHeaderMatchesRust checks that sop_iroh.h declares the functions that
 // src/lib.rs exports, with the same number of parameters.
 func TestHeaderMatchesRust(t *testing.T) {
+	t.Parallel()
 	h, err := os.ReadFile("ffi/sop_iroh.h")
 	if err != nil {
 		t.Fatal(err)
@@ -675,6 +687,7 @@ func TestHeaderMatchesRust(t *testing.T) {
 }
 
 func TestOpenTwice(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	openStore(t, dir)
 	if s, err := Open(testCtx(t), dir); err == nil {
@@ -686,6 +699,7 @@ func TestOpenTwice(t *testing.T) {
 }
 
 func TestFetchTimeout(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir())
 	// The address of a node that has stopped: nothing listens there.
 	gone, err := Open(testCtx(t), t.TempDir())

@@ -130,6 +130,7 @@ func scan(ctx context.Context, r *reader.Reader, fields ...int32) ([]arrow.Array
 // storage_id iroh returns is storageid.Sum of the object's bytes and the
 // directory store's id for the same bytes; a reopened store still serves it.
 func TestPipeline(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	s := openStore(t, dir)
@@ -211,6 +212,7 @@ func findData(t testing.TB, dir string, id storageid.ID) string {
 // typed error, full verification fails, other columns still read and the
 // object is not reported verified.
 func TestCorruptObjectFailsClosed(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	s := openStore(t, dir)
@@ -258,6 +260,7 @@ func TestCorruptObjectFailsClosed(t *testing.T) {
 // by node A, over 127.0.0.1. The bytes transferred are the footer, the
 // projected chunks and their proofs, not the object.
 func TestRemoteProjection(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	a := openStore(t, t.TempDir())
 	b := openStore(t, t.TempDir())
@@ -315,6 +318,7 @@ func TestRemoteProjection(t *testing.T) {
 // damaged after import; B's read of the damaged region fails with a typed
 // error, and B keeps none of it.
 func TestRemoteCorruptObject(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	dirA := t.TempDir()
 	a := openStore(t, dirA)

@@ -203,6 +203,7 @@ func TestStreamVerifyBoundedMemory(t *testing.T) {
 // TestStreamSameAsDirStore compares large (streamed) slices of the iroh store
 // with the directory store's, read in uneven pieces.
 func TestStreamSameAsDirStore(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	d, err := blobs.CreateDir(t.TempDir())
@@ -382,6 +383,7 @@ func TestStreamEarlyClose(t *testing.T) {
 // TestStreamConcurrent runs whole-object streams of two blobs at once,
 // alongside verify.Verify of both.
 func TestStreamConcurrent(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, t.TempDir())
 	d, err := blobs.CreateDir(t.TempDir())
@@ -442,6 +444,7 @@ func TestStreamConcurrent(t *testing.T) {
 // TestRemoteStream streams a whole-object slice through a Remote: fetched,
 // then streamed from the local store.
 func TestRemoteStream(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	a := openStore(t, t.TempDir())
 	b := openStore(t, t.TempDir())

@@ -21,6 +21,7 @@ import (
 //
 // Before: "sop-pme: ..." lines, as without --json.
 func TestJSONErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.demoObject(100)
 	unknown := storageid.Sum([]byte("no such object")).String()
@@ -98,6 +99,7 @@ func plantObject(t *testing.T, store string, id string) {
 //
 // Before: any prefix was a usage error, "is not a storage_id".
 func TestIDPrefix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.demoObject(200)
 	other := e.demoObject(100)
@@ -164,6 +166,7 @@ func damage(t *testing.T, store, id string, off int64) {
 // Before: verify and check took exactly one storage_id, and a damaged
 // object's error said only "the bytes do not match the storage_id".
 func TestVerifyMany(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b, c := e.demoObject(300_000), e.demoObject(2000), e.demoObject(3000)
 	fi, err := os.Stat(filepath.Join(e.store, a+".data"))
@@ -301,6 +304,7 @@ func sameLines(a, b string) bool {
 // and on a terminal the table's first line began after the bar's text
 // ("| export (2.7 MB/s) [0s] ┌───").
 func TestExportTable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	small := e.demoObject(40)
 	big := e.demoObject(300_000)
@@ -326,7 +330,7 @@ func TestExportTable(t *testing.T) {
 	}
 	// At a terminal: the bar is drawn while the object is read, and
 	// cleared before the table.
-	r := runTTY(t, e.bin, "", append(slices.Clone(e.vars), "SOP_PME_STORE="+e.store), "", "export", big, "--limit", "3")
+	r := runTTY(t, e.binary(), "", append(slices.Clone(e.vars), "SOP_PME_STORE="+e.store), "", "export", big, "--limit", "3")
 	at := strings.Index(r.stdout, "┌")
 	if r.code != 0 || at < 0 {
 		t.Fatalf("export at a terminal: %s", r)
@@ -353,6 +357,7 @@ func TestExportTable(t *testing.T) {
 // Before: demo said where the KEK was, not that every store shares it, nor
 // how to keep a demo apart.
 func TestDemoKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("demo", "--rows", "10")
 	for _, want := range []string{e.kekPath(), e.ringPath(), "shared by every store"} {

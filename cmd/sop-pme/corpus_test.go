@@ -28,6 +28,7 @@ import (
 // Before: "…/hadoop_lz4_compressed.not a readable table: …compression for
 // LZ4 unimplemented" (the file name cut, and no import).
 func TestImportLZ4(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rec := testtables.Record(testtables.AllTypes(), 500, 14)
 	defer rec.Release()
@@ -54,6 +55,7 @@ func TestImportLZ4(t *testing.T) {
 // which DuckDB 1.5.6 cannot read, is re-encoded, and says why; before, it
 // was sealed into an object DuckDB cannot read with its DEK.
 func TestImportByteStreamSplitInts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
@@ -78,6 +80,7 @@ func TestImportByteStreamSplitInts(t *testing.T) {
 // exits 1 with one line saying why, and leaves no object. Before, it was
 // sealed with exit 0, check called it conformant, and export failed.
 func TestImportRefusesUnreadable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
@@ -121,6 +124,7 @@ func TestImportRefusesUnreadable(t *testing.T) {
 // knows imports, and exports as its physical type (binary); before,
 // "invalid logical type".
 func TestImportUnknownLogicalType(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "u", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)

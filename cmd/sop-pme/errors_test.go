@@ -19,6 +19,7 @@ import (
 // each subcommand; usage errors exit 2 with one line, whose prefix
 // "sop-pme: " comes once (before: "sop-pme: sop-pme ls: unknown flag").
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"import", "-h"}, {"export", "--help"}, {"ls", "-h"},
 		{"schema", "-h"}, {"inspect", "-h"}, {"verify", "-h"}, {"check", "-h"}, {"rm", "-h"}, {"keys", "rotate", "-h"},
@@ -70,6 +71,7 @@ func TestHelp(t *testing.T) {
 // KEK is (never printing it), keeps it out of the store, and hints at
 // sop-pme commands, not go run.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("demo", "--rows", "3000")
 	for _, want := range []string{"storage_id", "unpadded size", "key_ref", "pme.DEK(REDACTED)", "conformant SOP-PME-1 object",
@@ -112,6 +114,7 @@ func TestDemo(t *testing.T) {
 // nothing left behind: no object, no temporary file, no store, no KEK, no
 // keyring.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := t.TempDir()
 	write := func(name, s string) string {
@@ -158,6 +161,7 @@ func TestBadInput(t *testing.T) {
 // a wrong KEK, a damaged object and a wrong DEK, each through every command
 // it concerns: one line, the documented exit code, nothing created.
 func TestBadObjects(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	in := filepath.Join(t.TempDir(), "t.csv")
 	os.WriteFile(in, []byte("a,b\n"+strings.Repeat("1,x\n2,y\n", 5000)), 0o600)
@@ -254,6 +258,7 @@ func TestBadObjects(t *testing.T) {
 // a KEK or a keyring, fail and create no file or directory. Version 1
 // created a kek and a keyring.json in the store.
 func TestReadOnlyCommandsCreateNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	in := filepath.Join(t.TempDir(), "t.csv")
 	os.WriteFile(in, []byte("a\n1\n"), 0o600)

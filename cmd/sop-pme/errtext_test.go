@@ -7,6 +7,7 @@ import "testing"
 // Before, "parquet: " was cut out of "…/hadoop_lz4_compressed.parquet: ",
 // which printed as "…/hadoop_lz4_compressed.not a readable table".
 func TestCleanTextFileNames(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"formats: not a readable table: /d/hadoop_lz4_compressed.parquet: parquet: compression for LZ4 unimplemented": "not a readable table: /d/hadoop_lz4_compressed.parquet: compression for LZ4 unimplemented",
 		"reader: pme: module authentication failed":                   "module authentication failed",

@@ -19,6 +19,7 @@ import (
 // re-encoded, and leaves no object, rather than acknowledged and
 // unreadable.
 func TestImportInt96Range(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := t.TempDir()
 	vals := []parquet.Int96{
@@ -59,6 +60,7 @@ func TestImportInt96Range(t *testing.T) {
 // (DuckDB then reads GEOMETRY, not BLOB), and --reencode keeps them in the
 // object.
 func TestExportGeospatial(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "geo.parquet")

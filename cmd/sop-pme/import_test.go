@@ -56,6 +56,7 @@ func footerOf(t *testing.T, b []byte) (*thrift.Struct, int) {
 // layout, re-encode it and say why; other formats are encoded. Every object
 // exports the input's rows and passes check.
 func TestImportPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := t.TempDir()
 	rec := testtables.Record(testtables.AllTypes(), 900, 9)
@@ -119,6 +120,7 @@ func (e *env) checkExports(id, wantRows string) {
 // rewritten as V1 ones, and the summary and --json say how many; the object
 // passes check and exports the input's rows.
 func TestImportRewritesV2(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rec := testtables.Record(testtables.AllTypes(), 600, 10)
 	defer rec.Release()
@@ -144,6 +146,7 @@ func TestImportRewritesV2(t *testing.T) {
 // so, and leaves one object, which exports the input's rows and passes
 // check.
 func TestImportFallsBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rec := testtables.Record(testtables.AllTypes(), 1200, 10)
 	defer rec.Release()

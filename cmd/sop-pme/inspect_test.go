@@ -14,6 +14,7 @@ import (
 // one check reports, and with the DEK the footer's counts are those
 // imported, labelled as footer metadata; --no-key shows none of them.
 func TestInspect(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	in := filepath.Join(t.TempDir(), "t.csv")
 	os.WriteFile(in, []byte("a,b\n"+strings.Repeat("1,xyz\n2,abc\n", 3000)), 0o600)

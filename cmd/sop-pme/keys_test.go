@@ -50,6 +50,7 @@ func (e *env) readsAll(ids []string, extra []string, flags ...string) {
 // in the environment, and a KMS key by URL; refused: a KEK or keyring in the
 // store, a KEK file open to others, two sources at once, bad base64.
 func TestKEKSources(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	keys := t.TempDir()
 	kekPath, ringPath := filepath.Join(keys, "my.kek"), filepath.Join(keys, "ring")
@@ -117,6 +118,7 @@ func base64Key() string {
 // (rewrapping the ring key, or every DEK with --rekey); the old key then no
 // longer opens it.
 func TestKMS(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	k1, k2, k3 := base64Key(), base64Key(), base64Key()
 	ring := filepath.Join(t.TempDir(), "ring")
@@ -152,6 +154,7 @@ func ringKEK(t *testing.T, ring, kek string) (*keyring.Ring, error) {
 // TestKeysRotate: rotate replaces the KEK file and rewraps every DEK under
 // a new ring key; the old KEK no longer opens the ring; every object reads.
 func TestKeysRotate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ids := e.importSome(3)
 	old, _ := os.ReadFile(e.kekPath())
@@ -191,13 +194,14 @@ func TestKeysRotate(t *testing.T) {
 // point every DEK stays readable, by every command, and the next rotate
 // completes; no DEK is lost.
 func TestKeysRotateCrash(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"after-new-kek", "after-rekey"} {
 		t.Run(point, func(t *testing.T) {
 			e := newEnv(t)
 			ids := e.importSome(3)
-			e.bin = crashBinary
+			e.bin = crashBinary(t)
 			r := e.run([]string{"SOP_PME_CRASH_AT=" + point}, "keys", "rotate")
-			e.bin = sopBinary
+			e.bin = sopBinary(t)
 			if r.code != -1 {
 				t.Fatalf("the rotate did not die: %s", r)
 			}
@@ -242,6 +246,7 @@ func TestKeysRotateCrash(t *testing.T) {
 // readable. Version 1 created the KEK without O_EXCL (the last write won)
 // and rewrote the keyring from memory, losing DEKs while exiting 0.
 func TestConcurrentFirstRuns(t *testing.T) {
+	t.Parallel()
 	for trial := range 3 {
 		e := newEnv(t)
 		in := filepath.Join(t.TempDir(), "t.csv")
@@ -272,6 +277,7 @@ func TestConcurrentFirstRuns(t *testing.T) {
 
 // TestMigrate imports the keyring an earlier version kept in the store.
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	os.MkdirAll(e.store, 0o700)
 	for src, dst := range map[string]string{"ring.json": "keyring.json", "kek": "kek"} {
@@ -308,6 +314,7 @@ func TestMigrate(t *testing.T) {
 // DEK, then deletes the object; ls no longer lists it; export finds
 // nothing; a second rm is "not found".
 func TestRm(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ids := e.importSome(3)
 	checkFailure(t, e.sop("rm", ids[0]), exitUsage, []string{"--yes"}, nil)
@@ -352,6 +359,7 @@ func TestRm(t *testing.T) {
 // "the master key does not open the ring key"). Every import succeeds, and
 // every object reads under the final KEK.
 func TestImportsDuringRotate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ids := e.importSome(1)
 	const importers, each = 3, 8
@@ -426,6 +434,7 @@ func TestImportsDuringRotate(t *testing.T) {
 // storage_id in the file before rm are its wrapped DEK. Before, bbolt's
 // freed pages kept both, and bbolt could write the DEK back without a key.
 func TestRmShreds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ids := e.importSome(3)
 	id, err := storageid.Parse(ids[1])

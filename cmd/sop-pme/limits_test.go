@@ -66,6 +66,7 @@ func (e *env) nothingImported() {
 // limit of 51367888"). A CSV of more leaf columns than the reader's default
 // scan decodes (4,096) is refused, with nothing left behind.
 func TestImportWideTable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	in := wideCSV(t, 2000, 3)
 	res := e.importJSON(in, "--assign-field-ids")
@@ -89,6 +90,7 @@ func TestImportWideTable(t *testing.T) {
 // check failed, for ever ("schema tree is truncated or too deep"). A file
 // of 63 nested structs, at the limit, imports and exports.
 func TestImportDeepSchema(t *testing.T) {
+	t.Parallel()
 	deep := func(depth int) string {
 		f := arrow.Field{Name: "leaf", Type: arrow.PrimitiveTypes.Int64, Nullable: true}
 		for range depth {
@@ -123,6 +125,8 @@ func TestImportDeepSchema(t *testing.T) {
 // failed (ErrMemoryLimit). A cell of just under the limit (8 MiB) imports,
 // within the bound, and exports whole.
 func TestImportHugeCell(t *testing.T) {
+	// Not parallel: it measures a child's peak resident set (see
+	// TestImportRSS).
 	dir := t.TempDir()
 	cell := func(name string, n int) string {
 		path := filepath.Join(dir, name)
@@ -182,7 +186,7 @@ func (e *env) peakRSS(args ...string) (result, int64, time.Duration) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd := exec.CommandContext(ctx, e.binary(), args...)
 	cmd.Env = append(e.vars, "SOP_PME_STORE="+e.store)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -231,6 +235,7 @@ func (e *env) peakRSS(args ...string) (result, int64, time.Duration) {
 // naming the field, and with it imports as a conformant object whose field
 // of ID 0 has a fresh one.
 func TestImportDuckDBAutoFieldIDs(t *testing.T) {
+	t.Parallel()
 	id := func(v string) arrow.Metadata { return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{v}) }
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Metadata: id("0")},

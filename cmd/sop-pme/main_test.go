@@ -13,20 +13,50 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// The tests run the command as a user does: the binary built by TestMain,
-// in child processes, checking exit codes, stdout and stderr.
+// The tests run the command as a user does: a binary built from this
+// package, in child processes, checking exit codes, stdout and stderr.
+// Each binary is built on first use, once per test binary, into TestMain's
+// directory: a run of some of the tests builds only the binaries they run
+// (the tagged run of the TestSQL tests, only sqlBinary).
 var (
-	sopBinary   string // go build .
-	crashBinary string // go build -tags sopcrash . (keys rotate dies on cue)
-	// sqlBinary is go build -tags duckdb ., built only by a test binary
-	// built with that tag (sqlBuildTags): it links DuckDB, which takes
-	// long enough to build once per test binary, not per test.
-	sqlBinary string
+	binDir string // TestMain's directory of the builds
+
+	sopBinary   = builder("sop-pme", "")               // go build .
+	crashBinary = builder("sop-pme-crash", "sopcrash") // keys rotate dies on cue
+	// sqlBinary is go build -tags duckdb ., in a test binary built with
+	// that tag (sqlBuildTags): it links DuckDB, which takes long enough to
+	// build once per test binary, not per test.
+	sqlBinary = builder("sop-pme-sql", sqlBuildTags)
 )
+
+// builder returns a function that builds sop-pme with the build tags into
+// binDir/name on its first call and returns the binary's path; a failed
+// build fails every test that asks for the binary.
+func builder(name, tags string) func(t testing.TB) string {
+	build := sync.OnceValues(func() (string, error) {
+		out := filepath.Join(binDir, name)
+		// -buildvcs=auto: the VCS revision, where the toolchain finds a
+		// checkout, whatever GOFLAGS says (sop-pme version reports it).
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-tags", tags, "-o", out, ".")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build -tags %q: %v\n%s", tags, err, b)
+		}
+		return out, nil
+	})
+	return func(t testing.TB) string {
+		t.Helper()
+		bin, err := build()
+		if err != nil {
+			t.Fatalf("building %s: %v", name, err)
+		}
+		return bin
+	}
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sop-pme-test-bin")
@@ -34,23 +64,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	sopBinary, crashBinary = filepath.Join(dir, "sop-pme"), filepath.Join(dir, "sop-pme-crash")
-	builds := []struct{ out, tags string }{{sopBinary, ""}, {crashBinary, "sopcrash"}}
-	if sqlBuildTags != "" {
-		sqlBinary = filepath.Join(dir, "sop-pme-sql")
-		builds = append(builds, struct{ out, tags string }{sqlBinary, sqlBuildTags})
-	}
-	for _, b := range builds {
-		// -buildvcs=auto: the VCS revision, where the toolchain finds a
-		// checkout, whatever GOFLAGS says (sop-pme version reports it).
-		cmd := exec.Command("go", "build", "-buildvcs=auto", "-tags", b.tags, "-o", b.out, ".")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building sop-pme:", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -64,7 +78,7 @@ type env struct {
 	conf  string
 	store string
 	vars  []string
-	bin   string
+	bin   string // the binary the env runs ("": sopBinary); see binary
 	stdin io.Reader
 	dir   string // the working directory of the command ("": the test's)
 }
@@ -72,9 +86,18 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	root := t.TempDir()
-	e := &env{t: t, conf: filepath.Join(root, "config"), store: filepath.Join(root, "store"), bin: sopBinary}
+	e := &env{t: t, conf: filepath.Join(root, "config"), store: filepath.Join(root, "store")}
 	e.vars = []string{"XDG_CONFIG_HOME=" + e.conf, "HOME=" + filepath.Join(root, "home"), "PATH=" + os.Getenv("PATH")}
 	return e
+}
+
+// binary returns the binary the env runs: e.bin, or sopBinary, built on
+// first use (so that an env of the tests of another build builds none).
+func (e *env) binary() string {
+	if e.bin != "" {
+		return e.bin
+	}
+	return sopBinary(e.t)
 }
 
 // kekPath is the default KEK file of the env.
@@ -96,7 +119,7 @@ func (e *env) run(extra []string, args ...string) result {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd := exec.CommandContext(ctx, e.binary(), args...)
 	cmd.Env = append(slices.Clone(e.vars), extra...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -41,6 +41,7 @@ func (e *env) demoObject(rows int) string {
 // bytes, exit 0); -o link replaced the symlink and left its target as it
 // was; -o on a device node replaced it with a 0600 regular file.
 func TestExportOutputKinds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.demoObject(2000)
 	want := e.ok("export", id, "--format", "csv").stdout
@@ -187,7 +188,7 @@ func TestExportOutputKinds(t *testing.T) {
 		// code 130, and the FIFO is left as it was.
 		p := filepath.Join(dir, "lonely")
 		syscall.Mkfifo(p, 0o600)
-		cmd := exec.Command(e.bin, "export", id, "--format", "csv", "-o", p)
+		cmd := exec.Command(e.binary(), "export", id, "--format", "csv", "-o", p)
 		cmd.Env = append(slices.Clone(e.vars), "SOP_PME_STORE="+e.store)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -265,6 +266,7 @@ func isKind(t *testing.T, path string, typ fs.FileMode) {
 // file now, and left the old KEK in the target, which no longer opened the
 // keyring (exit 5).
 func TestKeysThroughSymlinks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := t.TempDir()
 	secure, cfg := filepath.Join(root, "secure"), filepath.Join(root, "cfg")

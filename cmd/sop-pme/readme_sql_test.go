@@ -9,16 +9,23 @@ import (
 
 // TestSQLREADME runs the README's commands (see TestREADME) with the
 // build with DuckDB: its sql commands must succeed.
-func TestSQLREADME(t *testing.T) { runREADME(t, sqlBinary) }
+func TestSQLREADME(t *testing.T) {
+	t.Parallel()
+	runREADME(t, sqlBinary(t))
+}
 
 // TestSQLVersion: the build with DuckDB says it has SQL (see TestVersion).
-func TestSQLVersion(t *testing.T) { checkVersion(t, sqlBinary, true) }
+func TestSQLVersion(t *testing.T) {
+	t.Parallel()
+	checkVersion(t, sqlBinary(t), true)
+}
 
 // TestSQLViewPrefix: --view NAME=ID takes a unique prefix of a storage_id,
 // as every ID argument does; an ambiguous one is a usage error.
 func TestSQLViewPrefix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	e.bin = sqlBinary
+	e.bin = sqlBinary(t)
 	id := e.demoObject(100)
 	q := "SELECT count(*), sum(amount) FROM orders"
 	full := e.ok("sql", "--csv", "--view", "orders="+id, q)

@@ -130,7 +130,10 @@ func withDryRun(words []string) []string {
 //
 // Before: the SQL install line, go install -tags duckdb -C cmd/sop-pme .,
 // failed with "-C flag must be first flag on command line".
-func TestREADME(t *testing.T) { runREADME(t, "") }
+func TestREADME(t *testing.T) {
+	t.Parallel()
+	runREADME(t, "")
+}
 
 // runREADME runs the README's commands (see TestREADME) with the binary
 // its install line installs, or, if bin is not "", with bin (a build with

@@ -91,6 +91,7 @@ func fieldIDList(s *arrow.Schema) string {
 // JSON text) and, for Parquet, field IDs; CSV and NDJSON of canonical input
 // byte for byte.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := t.TempDir()
 	rec := testtables.Record(testtables.AllTypes(), 700, 7)
@@ -180,6 +181,7 @@ func TestRoundTrip(t *testing.T) {
 // TestExportFields: --fields takes names, dotted paths and field IDs, and an
 // unknown one is a usage error; CSV writes nested values as JSON text.
 func TestExportFields(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	nd := `{"id":1,"name":"a","st":{"a":1,"b":"x"},"l":[1,2]}
 {"id":2,"name":"b","st":{"a":2,"b":"y"},"l":[3]}
@@ -287,6 +289,7 @@ func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // as a hint; with --assign-field-ids, the rule of writer.AssignFieldIDs).
 // The exported rows are the input's.
 func TestImportFieldIDs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := t.TempDir()
 	with, without := filepath.Join(dir, "with.parquet"), filepath.Join(dir, "without.parquet")

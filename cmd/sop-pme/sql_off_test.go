@@ -21,6 +21,7 @@ const sqlBuildTags = ""
 // from the clone (before: "go install -tags duckdb -C cmd/sop-pme ." failed
 // with "-C flag must be first flag on command line").
 func TestSQLNotBuilt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const lead = "sop-pme: this build has no SQL; build with: "
 	r := e.run(nil, "sql", "SELECT 1")
@@ -67,6 +68,7 @@ func TestSQLNotBuilt(t *testing.T) {
 // printer of its rows (sqlout); the build with the tag does (so that the
 // check can fail).
 func TestSQLNotBuiltLinksNoDuckDB(t *testing.T) {
+	t.Parallel()
 	deps := func(env []string, tags string) []string {
 		t.Helper()
 		cmd := exec.Command("go", "list", "-e", "-deps", "-tags", tags, ".")

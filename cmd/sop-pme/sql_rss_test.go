@@ -46,14 +46,13 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 // Slow (an import and four queries of 600,000 rows): gated by -short
 // locally, always run under CI=true.
 func TestSQLRSS(t *testing.T) {
+	// Not parallel: it measures a child's peak resident set (see
+	// TestImportRSS).
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the 600,000-row queries are slow; CI runs them")
 	}
-	if sqlBinary == "" {
-		t.Fatal("TestMain built no sop-pme with SQL")
-	}
 	e := newEnv(t)
-	e.bin = sqlBinary
+	e.bin = sqlBinary(t)
 	in := filepath.Join(t.TempDir(), "big.parquet")
 	arrowBytes := writeBigParquet(t, in, sqlRSSRows)
 	id := e.importJSON(in).StorageID
@@ -62,7 +61,7 @@ func TestSQLRSS(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, e.bin, args...)
+		cmd := exec.CommandContext(ctx, e.binary(), args...)
 		cmd.Env = append(slices.Clone(e.vars), "SOP_PME_STORE="+e.store)
 		out := &lineCounter{}
 		var stderr bytes.Buffer

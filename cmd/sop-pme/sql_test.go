@@ -18,7 +18,7 @@ import (
 	"github.com/sovm/sop-pme/storageid"
 )
 
-// sqlBuildTags makes TestMain build sqlBinary: a test binary built with
+// sqlBuildTags is the tag sqlBinary is built with: a test binary built with
 // the duckdb tag tests the sop-pme built with it. Run only the TestSQL
 // tests with the tag; the others test sopBinary, the same with or without.
 const sqlBuildTags = "duckdb"
@@ -43,11 +43,8 @@ func demoRow(i int) []string {
 // of its own, with the demo table in its store.
 func sqlEnv(t *testing.T) (*env, string) {
 	t.Helper()
-	if sqlBinary == "" {
-		t.Fatal("TestMain built no sop-pme with SQL")
-	}
 	e := newEnv(t)
-	e.bin = sqlBinary
+	e.bin = sqlBinary(t)
 	e.dir = filepath.Join(filepath.Dir(e.store), "cwd")
 	if err := os.Mkdir(e.dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -73,6 +70,7 @@ func parseCSV(t *testing.T, s string) [][]string {
 // rows, as a table, CSV and JSON; --view names objects; the store, the
 // keyring, the home and the working directory are left as they were.
 func TestSQL(t *testing.T) {
+	t.Parallel()
 	e, id := sqlEnv(t)
 	in := filepath.Join(t.TempDir(), "notes.csv")
 	os.WriteFile(in, []byte("order_id,note\n0,first\n3,third\n69999,last\n123456,none\n"), 0o600)
@@ -202,6 +200,7 @@ func TestSQL(t *testing.T) {
 // row: a damaged object 4, an unknown storage_id 3, an object whose DEK the
 // keyring lacks 5, a bad query or flag 2.
 func TestSQLErrors(t *testing.T) {
+	t.Parallel()
 	e, id := sqlEnv(t)
 	unknown := storageid.Sum([]byte("no such object")).String()
 	scan := func(id string) string { return "SELECT * FROM sop_scan('" + id + "')" }
@@ -306,6 +305,7 @@ func TestSQLErrors(t *testing.T) {
 // and no file appears anywhere (the store, the configuration, the home, the
 // working directory, the directories the statements name).
 func TestSQLLockDown(t *testing.T) {
+	t.Parallel()
 	e, id := sqlEnv(t)
 	dir := t.TempDir()
 	host := filepath.Join(dir, "host.csv")
@@ -353,6 +353,7 @@ func TestSQLLockDown(t *testing.T) {
 // type included, is a usage error on one line that names the argument and
 // sop_scan, never a crash and never an internal name.
 func TestSQLArguments(t *testing.T) {
+	t.Parallel()
 	e, id := sqlEnv(t)
 	for _, c := range []struct{ query, want string }{
 		{"SELECT * FROM sop_scan(NULL)", "storage_id is NULL"},

@@ -78,4 +78,7 @@ func checkVersion(t *testing.T, bin string, sql bool) {
 //
 // Before: both were usage errors (exit 2), "unknown flag: --version" and
 // "unknown command "version"".
-func TestVersion(t *testing.T) { checkVersion(t, sopBinary, false) }
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	checkVersion(t, sopBinary(t), false)
+}

@@ -64,6 +64,7 @@ func editPlainFooter(t *testing.T, b []byte, edit func(md *thrift.Struct)) []byt
 // seals; the object keeps the annotation, DuckDB reads the object as it
 // reads the file (the column as BLOB), and so does our reader (binary).
 func TestSealUnknownLogicalType(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "known", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "unknown", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -96,6 +97,7 @@ func TestSealUnknownLogicalType(t *testing.T) {
 // rewritten as V1, and DuckDB and our reader read it as DuckDB reads the
 // file.
 func TestSealEmptyV2Values(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "value", Type: arrow.PrimitiveTypes.Float32, Nullable: true}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
@@ -133,6 +135,7 @@ func TestSealEmptyV2Values(t *testing.T) {
 // shredded_variant/) seals with its variant's columns numbered, and DuckDB
 // reads the object as it reads the file.
 func TestSealVariant(t *testing.T) {
+	t.Parallel()
 	storage := arrow.StructOf(
 		arrow.Field{Name: "metadata", Type: arrow.BinaryTypes.Binary},
 		arrow.Field{Name: "value", Type: arrow.BinaryTypes.Binary, Nullable: true},

@@ -235,6 +235,7 @@ func checkDuckDBReport(t *testing.T, st *ducktest.Store, f duckFile, withFieldID
 // our reader opens each from the store by storage_id and must return what
 // DuckDB reads, and reader.Check must name what each file lacks.
 func TestReaderReadsDuckDBFiles(t *testing.T) {
+	t.Parallel()
 	const rows = 6000
 	d := newDuck(t, rows, 11)
 	type tc struct {
@@ -372,6 +373,7 @@ func TestReaderReadsDuckDBFiles(t *testing.T) {
 // strings keep DuckDB off dictionary encoding, and zstd keeps the file
 // small.
 func TestReaderReadsDuckDBMultiPage(t *testing.T) {
+	t.Parallel()
 	const rows = 4200 // 4200 × 64 KiB = 262.5 MiB per column
 	q := `SELECT i::BIGINT AS id,
 		repeat(chr(97 + (i % 26)::INTEGER), 65536 - 16) || printf('%016d', i) AS big,
@@ -424,6 +426,7 @@ func TestReaderReadsDuckDBMultiPage(t *testing.T) {
 // nested field (which brings its struct, pruned to it), together with a
 // row-group selection; and an unknown ID fails with reader.ErrField.
 func TestDuckDBProjectionByFieldID(t *testing.T) {
+	t.Parallel()
 	d := newDuck(t, 5000, 12)
 	schema := testtables.AllTypes()
 	f := d.write(t, "SELECT * FROM src", newKey(t, 32), "ROW_GROUP_SIZE 2048, "+ducktest.FieldIDs(schema.Fields()))
@@ -502,6 +505,7 @@ func TestDuckDBProjectionByFieldID(t *testing.T) {
 // what DuckDB read from the intact file, without making the object count as
 // verified; Verify and reader.Check find the damage.
 func TestDuckDBFileDamaged(t *testing.T) {
+	t.Parallel()
 	d := newDuckDB(t)
 	// Three uncompressed 8-byte columns of 30 000 distinct values: chunks of
 	// about 240 KB each, in one row group.
@@ -619,6 +623,7 @@ func TestDuckDBFileDamaged(t *testing.T) {
 // base64 text. footer_key_value with from_base64 gives DuckDB the raw bytes
 // for every key size.
 func TestDuckDBKeyForms(t *testing.T) {
+	t.Parallel()
 	d := newDuckDB(t)
 	const q = "SELECT i::BIGINT AS a, i::VARCHAR AS s FROM range(100) t(i)"
 	ctx := context.Background()
@@ -687,6 +692,7 @@ func TestDuckDBKeyForms(t *testing.T) {
 // those two columns only, and that it is a decoding error, not a
 // verification or authentication one.
 func TestDuckDBParquetV2(t *testing.T) {
+	t.Parallel()
 	d := newDuck(t, 3000, 13)
 	schema := testtables.AllTypes()
 	for _, codec := range []string{"uncompressed", "zstd"} {

@@ -178,6 +178,7 @@ func pageEncodings(t *testing.T, b []byte) (values, levels map[parquet.Encoding]
 // TestSealerEncodingsDuckDBReads: see the comment above. It logs the table
 // of what DuckDB 1.5.6 reads; writer.ErrEncoding's documentation lists it.
 func TestSealerEncodingsDuckDBReads(t *testing.T) {
+	t.Parallel()
 	st := ducktest.NewStore(t)
 	var table []string
 	written := 0

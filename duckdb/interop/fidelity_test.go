@@ -38,6 +38,7 @@ func describe(t *testing.T, db *sql.DB, path, encryptionConfig string) map[strin
 // reader's rows are written back to (what export does) in the same types:
 // TIMESTAMP, not TIMESTAMP WITH TIME ZONE; GEOMETRY, not BLOB.
 func TestDuckDBTypesKept(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	files := map[string][]byte{

@@ -26,6 +26,7 @@ import (
 // column of every covered type, and compares DuckDB's values column by
 // column.
 func TestDuckDBReadsEveryType(t *testing.T) {
+	t.Parallel()
 	schema := testtables.AllTypes()
 	rec := testtables.Record(schema, 3000, 1)
 	defer rec.Release()
@@ -42,6 +43,7 @@ func TestDuckDBReadsEveryType(t *testing.T) {
 // column chunks have at least 3 data pages each, checks that the object has
 // that layout, and compares DuckDB's values.
 func TestDuckDBReadsLayouts(t *testing.T) {
+	t.Parallel()
 	const (
 		rows         = 5000
 		rowGroupRows = 2100 // row groups of 2100, 2100 and 800 rows
@@ -131,6 +133,7 @@ func TestDuckDBReadsLayouts(t *testing.T) {
 // (plus one where the value's varint length prefix grows), so a value
 // length can be chosen that puts L exactly n below a Padmé target.
 func TestPadDeltas(t *testing.T) {
+	t.Parallel()
 	schema := testtables.AllTypes()
 	rec := testtables.Record(schema, 100, 3)
 	defer rec.Release()
@@ -184,6 +187,7 @@ func fillerFor(t *testing.T, l1, n uint64) (m int, l, target uint64) {
 // TestDuckDBKeys checks the other way to pass the key, and that DuckDB
 // refuses to read an object with a wrong key or none.
 func TestDuckDBKeys(t *testing.T) {
+	t.Parallel()
 	schema := testtables.AllTypes()
 	rec := testtables.Record(schema, 300, 4)
 	defer rec.Release()
@@ -241,6 +245,7 @@ func firstLine(err error) string {
 // encrypted file as two modules (a layout no PME writer produces), so it
 // could not read such an object.
 func TestV2CompressedRefused(t *testing.T) {
+	t.Parallel()
 	schema := testtables.AllTypes()
 	st := ducktest.NewStore(t)
 	for _, codec := range []writer.Codec{writer.Zstd, writer.Snappy} {

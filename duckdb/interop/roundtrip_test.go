@@ -21,6 +21,7 @@ import (
 // and small record batches. writeObject checks that reader.Check reports
 // every object conformant.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	const rows = 5000
 	schema := testtables.AllTypes()
 	rec := testtables.Record(schema, rows, 21)
@@ -142,6 +143,7 @@ func TestRoundTrip(t *testing.T) {
 // one open page per leaf column (columns × DefaultDataPageSize), not by twice
 // the limit.
 func TestRowGroupBytesLimit(t *testing.T) {
+	t.Parallel()
 	const rows, limit = 5000, 48 << 10
 	schema := testtables.AllTypes()
 	rec := testtables.Record(schema, rows, 22)

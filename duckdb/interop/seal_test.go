@@ -282,6 +282,7 @@ func storeObjects(t *testing.T, st *ducktest.Store) int {
 // FIELD_IDS, and with the bloom filters DuckDB writes by default; each is
 // sealed and checked (checkSealed).
 func TestSealDuckDBFiles(t *testing.T) {
+	t.Parallel()
 	d := newDuck(t, 6000, 21)
 	type tc struct {
 		name     string
@@ -352,6 +353,7 @@ func TestSealDuckDBFiles(t *testing.T) {
 // pages, uncompressed (sealed as they are) and compressed (rewritten as V1
 // ones).
 func TestSealArrowGoFiles(t *testing.T) {
+	t.Parallel()
 	st := ducktest.NewStore(t)
 	schema := testtables.AllTypes()
 	rec := testtables.Record(schema, 5000, 22)
@@ -405,6 +407,7 @@ func TestSealArrowGoFiles(t *testing.T) {
 // sealed too, its V2 pages rewritten as V1 ones, which DuckDB reads in an
 // encrypted file.
 func TestSealPyarrowFiles(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/pyarrow/*.parquet")
 	if err != nil || len(files) < 8 {
 		t.Fatalf("%d files in testdata/pyarrow (%v), want 8", len(files), err)
@@ -446,6 +449,7 @@ func TestSealPyarrowFiles(t *testing.T) {
 // (writer.ErrCodec) and import failed ("compression for LZ4 unimplemented";
 // parquet-testing's three LZ4 files).
 func TestSealLZ4Hadoop(t *testing.T) {
+	t.Parallel()
 	schema := testtables.AllTypes()
 	rec := testtables.Record(schema, 500, 23)
 	defer rec.Release()

@@ -53,6 +53,7 @@ var duckVectors = []duckVector{
 // returns, value by value, what our reader returns; reader/vectors_test.go
 // checks our reader against the committed rows.
 func TestDuckDBVectors(t *testing.T) {
+	t.Parallel()
 	if *update {
 		writeDuckDBVectors(t)
 	}

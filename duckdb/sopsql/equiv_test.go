@@ -111,6 +111,7 @@ func equivalenceObjects(t *testing.T, st *ducktest.Store) []equivObject {
 // TestEquivalence checks every object of the set, at DuckDB's default
 // thread count and with one thread.
 func TestEquivalence(t *testing.T) {
+	t.Parallel()
 	st := ducktest.NewStore(t)
 	objs := equivalenceObjects(t, st)
 	for _, threads := range []int{0, 1} {
@@ -184,6 +185,7 @@ func (d *duckWriter) write(t *testing.T, st *ducktest.Store, query string, keyLe
 // written, so this column is compared with the written record, not with
 // read_parquet.
 func TestDecimal256(t *testing.T) {
+	t.Parallel()
 	g := testtables.FieldIDs{}
 	schema := arrow.NewSchema([]arrow.Field{g.Field("dec40", &arrow.Decimal256Type{Precision: 40, Scale: 3})}, nil)
 	rec := testtables.Record(schema, 500, 7)

@@ -60,6 +60,7 @@ func runChildQuery(t *testing.T, q string) {
 // fails the test instead of ending the suite. The errors about arguments
 // match ErrArgument, and no message names a function the query did not.
 func TestBadArguments(t *testing.T) {
+	t.Parallel()
 	if q, ok := os.LookupEnv(childQueryEnv); ok {
 		runChildQuery(t, q)
 		return
@@ -182,6 +183,7 @@ func lastLines(s string, n int) string {
 // (a listener on 127.0.0.1 that counts connections); sop_scan and
 // sop_verify keep working.
 func TestLockDown(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -318,6 +320,7 @@ func TestNoSpill(t *testing.T) {
 // TestOptions: bad values of WithThreads and WithMemoryLimit are refused
 // with ErrOption, as is LockDown without a connection.
 func TestOptions(t *testing.T) {
+	t.Parallel()
 	st := ducktest.NewStore(t)
 	for _, o := range []Option{WithThreads(0), WithThreads(-1), WithMemoryLimit(0), WithMemoryLimit(-5)} {
 		if db, err := Open(context.Background(), st, st.Keys, o); !errors.Is(err, ErrOption) {

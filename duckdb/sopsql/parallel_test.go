@@ -55,6 +55,7 @@ func (f *threadID) Executor() duckdb.ScalarFuncExecutor {
 // two threads, and every row group is read exactly once (the threads share
 // one queue of row groups); with one thread, from one.
 func TestParallelRowGroups(t *testing.T) {
+	t.Parallel()
 	const rows, rgRows = 160_000, 20_000
 	rec := customers(rows)
 	defer rec.Release()
@@ -81,6 +82,7 @@ func TestParallelRowGroups(t *testing.T) {
 // TestArguments: bad arguments and unknown objects fail the bind with
 // typed errors, through DB.Query.
 func TestArguments(t *testing.T) {
+	t.Parallel()
 	st := ducktest.NewStore(t)
 	rec := customers(100)
 	defer rec.Release()
@@ -166,6 +168,7 @@ func TestEarlyStop(t *testing.T) {
 
 // TestEmptyObject: an object without rows has its columns and no row.
 func TestEmptyObject(t *testing.T) {
+	t.Parallel()
 	rec := customers(0)
 	defer rec.Release()
 	st := ducktest.NewStore(t)

@@ -79,6 +79,7 @@ func wideTable(n int) arrow.RecordBatch {
 // alignment and proof overhead of each verified range, and nothing else; a
 // count(*) fetches one column; SELECT * fetches about the whole object.
 func TestProjectionPushdown(t *testing.T) {
+	t.Parallel()
 	const rows = 40_000
 	rec := wideTable(rows)
 	defer rec.Release()

@@ -14,6 +14,7 @@ import (
 // TestQueryRows: QueryRows reads the rows Query returns, one at a time; a
 // bad query fails QueryRows itself with a *QueryError.
 func TestQueryRows(t *testing.T) {
+	t.Parallel()
 	st := ducktest.NewStore(t)
 	rec := customers(5000)
 	defer rec.Release()

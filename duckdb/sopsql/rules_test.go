@@ -98,6 +98,7 @@ func i64le(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64
 // where the reader checks the pages against the footer; they must never
 // produce the footer's numbers.
 func TestFooterIsNotAnAnswer(t *testing.T) {
+	t.Parallel()
 	const rows = 30_000
 	rec := benchdata.Record(rows, 5) // id 0..rows-1, x, s, ts, ok with 5 % nulls
 	defer rec.Release()
@@ -271,6 +272,7 @@ func registerObserver(t *testing.T, db *sql.DB) *observer {
 // with the DEK returns every row, some with the wrong customer, and no
 // error: why the verified path exists (Section 11.10).
 func TestRearrangedObject(t *testing.T) {
+	t.Parallel()
 	const rows, rgRows = 100_000, 25_000
 	rec := customers(rows)
 	defer rec.Release()
@@ -363,6 +365,7 @@ func TestRearrangedObject(t *testing.T) {
 // intact object passes sop_verify (Section 11.10: "A reader MUST NOT report
 // an object as verified ... on the basis of a projection over it").
 func TestProjectionIsNotVerification(t *testing.T) {
+	t.Parallel()
 	const rows = 20_000
 	rec := customers(rows)
 	defer rec.Release()

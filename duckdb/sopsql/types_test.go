@@ -13,6 +13,7 @@ import (
 
 // TestUnsupportedTypes: types with no DuckDB column here fail with ErrType.
 func TestUnsupportedTypes(t *testing.T) {
+	t.Parallel()
 	for _, dt := range []arrow.DataType{
 		arrow.FixedWidthTypes.Time64ns,
 		arrow.MapOf(arrow.BinaryTypes.Binary, arrow.PrimitiveTypes.Int64),
@@ -32,6 +33,7 @@ func TestUnsupportedTypes(t *testing.T) {
 // TestValuesThatDoNotFit: a value its DuckDB type cannot hold is an ErrData,
 // never a wrapped or dropped value.
 func TestValuesThatDoNotFit(t *testing.T) {
+	t.Parallel()
 	mem := memory.NewGoAllocator()
 	check := func(name string, dt arrow.DataType, build func(array.Builder)) {
 		t.Helper()

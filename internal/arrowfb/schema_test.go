@@ -53,6 +53,7 @@ func serialize(t testing.TB, s *arrow.Schema) []byte {
 // TestDecodeSchema: every type the package builds decodes as arrow-go
 // decodes it; a view decodes with its kind and no type.
 func TestDecodeSchema(t *testing.T) {
+	t.Parallel()
 	want := wideSchema()
 	raw := serialize(t, want)
 	got, err := arrowfb.DecodeSchemaEntry([]byte(base64.StdEncoding.EncodeToString(raw)))
@@ -96,6 +97,7 @@ func TestDecodeSchema(t *testing.T) {
 // TestDecodeSchemaMalformed: truncations, bad base64, lengths beyond the
 // buffer and self-referring fields fail with ErrMalformed.
 func TestDecodeSchemaMalformed(t *testing.T) {
+	t.Parallel()
 	raw := serialize(t, wideSchema())
 	whole := 8 + int(binary.LittleEndian.Uint32(raw[4:])) // the marker, the length, the flatbuffer
 	for n := 0; n < whole; n += 7 {
@@ -166,6 +168,7 @@ func field(b *flatbuffers.Builder, name flatbuffers.UOffsetT, children []flatbuf
 // would be walked 2^40 times), and names that all refer to one long
 // string, are refused, not followed.
 func TestDecodeSchemaBounds(t *testing.T) {
+	t.Parallel()
 	dag := schemaMessage(func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
 		name := b.CreateString("f")
 		f := field(b, name, nil)
@@ -222,6 +225,7 @@ func TestDecodeSchemaBounds(t *testing.T) {
 // TestCheckSchemaEntry: an entry arrow-go writes passes; one whose body
 // length, metadata length or vector lengths are beyond its bytes does not.
 func TestCheckSchemaEntry(t *testing.T) {
+	t.Parallel()
 	raw := serialize(t, wideSchema())
 	enc := func(b []byte) []byte { return []byte(base64.StdEncoding.EncodeToString(b)) }
 	if err := arrowfb.CheckSchemaEntry(enc(raw)); err != nil {

@@ -32,6 +32,7 @@ func bareBlock(t testing.TB, src []byte) []byte {
 // exactly the page's size; anything else, and a size that differs, is
 // ErrCorrupt.
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	want := sample(5000)
 	one := Encode(nil, want)
 	several := Encode(Encode(Encode(nil, want[:10]), want[10:4000]), want[4000:])
@@ -70,6 +71,7 @@ func TestDecode(t *testing.T) {
 // TestCodec: the arrow-go codec decodes what Encode writes, and returns an
 // error (no panic) for what it cannot.
 func TestCodec(t *testing.T) {
+	t.Parallel()
 	want := sample(3000)
 	var c Codec
 	enc := c.Encode(make([]byte, c.CompressBound(int64(len(want)))), want)

@@ -59,6 +59,7 @@ func column(tbl arrow.Table, name string) string {
 // read as pyarrow reads them: a list of lists, not a list of structs, and
 // elements that are not nullable.
 func TestLegacyLists(t *testing.T) {
+	t.Parallel()
 	tbl, err := read(t, testtables.LegacyLists())
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +89,7 @@ func TestLegacyLists(t *testing.T) {
 // zone; INT96 reads at microseconds, 9999-12-31 and 200000 BC included, and
 // a value beyond the microsecond range fails with ErrInt96.
 func TestTimestamps(t *testing.T) {
+	t.Parallel()
 	const day = 86_400_000_000
 	y9999 := int32(testtables.Int96Epoch + 2_932_896) // 9999-12-31
 	bc := int32(testtables.Int96Epoch - 73_769_900)   // about 200,000 BC
@@ -130,6 +132,7 @@ func TestTimestamps(t *testing.T) {
 // TestGeospatial: GEOMETRY and GEOGRAPHY columns read as GeoType, and
 // pqarrow writes them back with their logical types.
 func TestGeospatial(t *testing.T) {
+	t.Parallel()
 	tbl, err := read(t, testtables.Geospatial())
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +178,7 @@ func TestGeospatial(t *testing.T) {
 // dictionary type ARROW:schema gives it, values equal: accepting the
 // refinement cannot make a readable column fail.
 func TestDictionaryFallback(t *testing.T) {
+	t.Parallel()
 	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 	sc := arrow.NewSchema([]arrow.Field{{Name: "d", Type: dt, Nullable: true}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)

@@ -17,6 +17,7 @@ import (
 // their specials, decimals with their scale, timestamps with the unit's
 // digits and a Z only for instants, maps in stored order.
 func TestForms(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "u", Type: arrow.PrimitiveTypes.Uint64},

@@ -31,6 +31,7 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, errSink }
 
 func TestSetPad(t *testing.T) {
+	t.Parallel()
 	k := pme.NewDEK()
 	f := padFooter(t, k)
 	before := f.Len()

@@ -68,6 +68,7 @@ func sameTable(a, b arrow.Table) bool {
 // input) and for pages the Sealer rewrites (compressed V2 pages, kept in
 // memory).
 func TestOnRowGroupFile(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "a", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},

@@ -19,6 +19,7 @@ import (
 // the bytes of its chunks, plaintext and sealed; an error from it stops the
 // Sealer, stickily.
 func TestSealerRowGroups(t *testing.T) {
+	t.Parallel()
 	plain, spans := plainFile(t, 2500, 1000, compress.Codecs.Snappy)
 	s := seal.NewSealer(io.Discard, pme.NewDEK())
 	var got []seal.SealedRowGroup
@@ -61,6 +62,7 @@ func TestSealerRowGroups(t *testing.T) {
 // not its size); codecs other than those DuckDB and arrow-go both read are
 // refused with ErrCodec.
 func TestSealerColumnError(t *testing.T) {
+	t.Parallel()
 	sc := arrow.NewSchema([]arrow.Field{{Name: "deep", Type: arrow.StructOf(arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64})}}, nil)
 	p := plaintextProps(t, sc, 100, nil, parquet.WithCompression(compress.Codecs.Snappy))
 	_, n, err := thrift.Decode(p[4:], thrift.DefaultLimits())
@@ -86,6 +88,7 @@ func TestSealerColumnError(t *testing.T) {
 // SetFieldIDs sets the IDs of the elements named and refuses an index
 // outside the schema.
 func TestPlainFooterSchema(t *testing.T) {
+	t.Parallel()
 	plain, _ := plainFile(t, 100, 50, compress.Codecs.Snappy)
 	f, err := seal.ReadPlainFooter(bytes.NewReader(plain), int64(len(plain)))
 	if err != nil {

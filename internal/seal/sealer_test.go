@@ -111,6 +111,7 @@ func sealFiles(t testing.TB, k pme.DEK, files ...[]byte) ([]byte, *seal.Footer, 
 // groups are those of the files, in order, with ordinals, and its num_rows
 // their sum.
 func TestSeal(t *testing.T) {
+	t.Parallel()
 	for _, c := range []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Zstd} {
 		plain1, spans1 := plainFile(t, 20000, 6000, c)
 		plain2, spans2 := plainFile(t, 5000, 5000, c)
@@ -183,6 +184,7 @@ func TestSeal(t *testing.T) {
 
 // TestSealEmpty: a file without row groups gives a footer with none.
 func TestSealEmpty(t *testing.T) {
+	t.Parallel()
 	plain, spans := plainFile(t, 0, 100, compress.Codecs.Snappy)
 	if len(spans) != 0 {
 		t.Fatalf("%d row groups", len(spans))
@@ -200,6 +202,7 @@ func TestSealEmpty(t *testing.T) {
 }
 
 func TestSealErrors(t *testing.T) {
+	t.Parallel()
 	plain, _ := plainFile(t, 3000, 1000, compress.Codecs.Snappy)
 	k := pme.NewDEK()
 	edit := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(plain)) }

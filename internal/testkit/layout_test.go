@@ -24,8 +24,9 @@ func goList(t *testing.T, dir string, args ...string) []string {
 	}
 	cmd := exec.Command(gobin, append([]string{"list"}, args...)...)
 	cmd.Dir = dir
-	// The iroh and duckdb builds are cgo builds: list them as such, even
-	// when the test itself runs without cgo (make purego).
+	// CGO_ENABLED=1: what the cgo builds ship (DuckDB and iroh link through
+	// cgo), whether or not this test runs with cgo (make purego runs it
+	// with CGO_ENABLED=0, under which the DuckDB bindings have no files).
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=1")
 	out, err := cmd.Output()
 	if err != nil {
@@ -49,6 +50,7 @@ func inTestkit(path string) bool {
 // public packages (with and without the iroh tag) and of the command (with
 // and without DuckDB).
 func TestLayout(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

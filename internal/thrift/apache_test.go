@@ -390,6 +390,7 @@ func (g *treeGen) value(t Type, depth int) Value {
 // Apache Thrift's, requires the same bytes, and decodes them with both
 // decoders.
 func TestDifferentialApache(t *testing.T) {
+	t.Parallel()
 	n := 3000
 	if testing.Short() {
 		n = 300

@@ -45,6 +45,7 @@ func golden(t testing.TB) map[string][]byte {
 // headers written by arrow-go, DuckDB's FileCryptoMetaData) and checks that
 // encoding gives back the same bytes.
 func TestRoundTripGolden(t *testing.T) {
+	t.Parallel()
 	for name, b := range golden(t) {
 		t.Run(name, func(t *testing.T) {
 			s, err := DecodeExact(b, Limits{})
@@ -76,6 +77,7 @@ func TestRoundTripGolden(t *testing.T) {
 }
 
 func TestDuckDBFileCryptoMetaData(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in      string
 		keyMeta []byte
@@ -118,6 +120,7 @@ func TestDuckDBFileCryptoMetaData(t *testing.T) {
 // TestPageHeaderWithBody checks that Decode stops at the end of a page header
 // that is followed by its page body.
 func TestPageHeaderWithBody(t *testing.T) {
+	t.Parallel()
 	files := golden(t)
 	for name, h := range files {
 		if !strings.HasPrefix(name, "pageheader-") {
@@ -145,6 +148,7 @@ func TestPageHeaderWithBody(t *testing.T) {
 // it shifts offsets, changes sizes, deletes fields, sets RowGroup fields,
 // and appends a KeyValue, then checks the result with both decoders.
 func TestEditFooter(t *testing.T) {
+	t.Parallel()
 	orig := golden(t)["footer-flat.bin"]
 	if orig == nil {
 		t.Fatal("no footer-flat.bin")

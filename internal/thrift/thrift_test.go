@@ -77,6 +77,7 @@ func f(id int16, v Value) Field { return Field{ID: id, Value: v} }
 // TestAccept checks inputs that follow every rule: they decode to the
 // expected tree, and that tree encodes back to the same bytes.
 func TestAccept(t *testing.T) {
+	t.Parallel()
 	emptyStruct := StructValue(NewStruct())
 	for _, c := range []struct {
 		name string
@@ -152,6 +153,7 @@ func repeat(v Value, n int) []Value {
 // TestReject checks that every non-canonical or malformed spelling is
 // rejected with the right sentinel and offset.
 func TestReject(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		in   string
@@ -257,6 +259,7 @@ func checkErr(t *testing.T, s *Struct, n int, err, want error, off int) {
 }
 
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	nest := func(open, close string, n int) []byte {
 		return unhex(t, strings.Repeat(open, n)+close+strings.Repeat("00", n))
 	}
@@ -321,6 +324,7 @@ func TestNoHugeAllocation(t *testing.T) {
 }
 
 func TestDecodeExact(t *testing.T) {
+	t.Parallel()
 	in := unhex(t, "15 02 00 ff")
 	s, n, err := Decode(in, Limits{})
 	if err != nil || n != 3 || len(s.Fields) != 1 {
@@ -338,6 +342,7 @@ func TestDecodeExact(t *testing.T) {
 // TestBinaryAliases checks that decoded binaries alias the input, without
 // room to append into the bytes that follow.
 func TestBinaryAliases(t *testing.T) {
+	t.Parallel()
 	in := unhex(t, "18 02 61 62 18 01 63 00")
 	s, _, err := Decode(in, Limits{})
 	if err != nil {
@@ -360,6 +365,7 @@ func TestBinaryAliases(t *testing.T) {
 }
 
 func TestStructHelpers(t *testing.T) {
+	t.Parallel()
 	s := NewStruct(f(1, I32(7)), f(3, I64(-9)), f(5, Binary([]byte("x"))))
 	s.Set(4, Bool(true))
 	s.Set(0, Byte(1))
@@ -429,6 +435,7 @@ func equalIDs(a, b []int16) bool {
 }
 
 func TestAppendPanicsOnInvalidTree(t *testing.T) {
+	t.Parallel()
 	for name, s := range map[string]*Struct{
 		"zero value":        NewStruct(f(1, Value{})),
 		"bool 2":            NewStruct(f(1, Value{Type: TypeBool, Int: 2})),
@@ -458,6 +465,7 @@ func TestAppendPanicsOnInvalidTree(t *testing.T) {
 }
 
 func TestTypeString(t *testing.T) {
+	t.Parallel()
 	if TypeI32.String() != "i32" || TypeStruct.String() != "struct" || Type(13).String() != "Type(13)" || Type(2).String() != "Type(2)" {
 		t.Error("Type.String")
 	}

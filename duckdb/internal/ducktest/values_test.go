@@ -13,6 +13,7 @@ import (
 // what it must: types, -0 and 0, list order, map order, nulls; and that
 // SameBits, unlike SameValue, tells NaNs of other bits apart.
 func TestSameValue(t *testing.T) {
+	t.Parallel()
 	var m1, m2 duckdb.OrderedMap
 	m1.Set("a", int64(1))
 	m1.Set("b", nil)

@@ -35,6 +35,7 @@ func encode(t testing.TB, codec int32, b []byte) []byte {
 // and so do zstd frames with a checksum, a dictionary ID field, several
 // frames and skippable frames.
 func TestWritersPass(t *testing.T) {
+	t.Parallel()
 	for _, codec := range []int32{Uncompressed, Snappy, Gzip, Brotli, Zstd, Lz4Raw} {
 		for _, n := range []int{0, 1, 100, 128 << 10, 1<<20 + 17} {
 			b := pageData(n, uint64(n))
@@ -137,6 +138,7 @@ func compressedBlocks(n int) []byte {
 // TestRefused: the bombs of the package doc, and bytes that are not of
 // their codec, are refused with ErrUnbounded.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	huge := binary.LittleEndian.AppendUint64([]byte{0x50}, 60<<30)
 	good := encode(t, Zstd, pageData(1000, 9))
 	big := encode(t, Zstd, pageData(200<<10, 9))

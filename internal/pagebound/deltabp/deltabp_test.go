@@ -50,6 +50,7 @@ func firstPage(t testing.TB, rec arrow.RecordBatch, enc parquet.Encoding) []byte
 // (sequences, random values of every width, the extremes that wrap) are
 // those written, and the stream's length is the page's.
 func TestWalkArrowGo(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for name, gen := range map[string]func(i int) int64{
 		"sequence": func(i int) int64 { return int64(i) },
@@ -91,6 +92,7 @@ func TestWalkArrowGo(t *testing.T) {
 // TestWalkDeltaByteArray: the two streams of arrow-go's DELTA_BYTE_ARRAY
 // pages are the prefix and suffix lengths of the strings written.
 func TestWalkDeltaByteArray(t *testing.T) {
+	t.Parallel()
 	words := []string{"apple", "applesauce", "apply", "banana", "band", "", "bandana", "x"}
 	b := array.NewStringBuilder(memory.DefaultAllocator)
 	for i := range 1000 {
@@ -134,6 +136,7 @@ func TestWalkDeltaByteArray(t *testing.T) {
 // TestRefused: malformed or oversized streams, and more values than
 // expected, are refused with ErrFormat.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	hdr := func(block, mini, total uint64, first int64) []byte {
 		b := binary.AppendUvarint(nil, block)
 		b = binary.AppendUvarint(b, mini)

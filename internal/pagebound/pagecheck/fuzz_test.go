@@ -36,6 +36,7 @@ func pageHeader(typ int32, usize, csize int32, n int32) []byte {
 // rules of the package doc refuse a page type it does not decode, counts
 // that disagree with the footer, and a dictionary page that is not first.
 func TestChecker(t *testing.T) {
+	t.Parallel()
 	c := Chunk{Rows: 8, Values: 8, Codec: compress.Codecs.Uncompressed, Physical: parquet.Types.Int32}
 	body := make([]byte, 16)
 	dict := pageHeader(pageDictionary, 16, 16, 4)

@@ -18,6 +18,7 @@ import (
 // layout byte for byte outside the nonces; SealPadded under another DEK
 // gives a conformant object that reads back the same rows.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, kind := range []string{"flat", "nested"} {
 		for _, opts := range [][]writer.Option{nil, {writer.WithRowGroupRows(100), writer.WithDictionary(false), writer.WithCodec(writer.Uncompressed)}} {
@@ -103,6 +104,7 @@ func TestRoundTrip(t *testing.T) {
 // layout unchanged; Reseal under another DEK gives an object that reads
 // back the same rows under that DEK.
 func TestUnsealReseal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rec := NestedRecord(100)
 	defer rec.Release()

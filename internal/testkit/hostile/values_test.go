@@ -10,6 +10,7 @@ import (
 // TestDBPEncode: what the cases' DELTA_BINARY_PACKED encoder writes reads
 // back (deltabp, which TestWalkArrowGo checks against arrow-go).
 func TestDBPEncode(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{1, 2, 33, 129, 200, 1000} {
 		want := make([]int64, n)

@@ -20,6 +20,7 @@ import (
 // decoded by arrowfb, which allocates no body (the large string it states
 // refines the Parquet string).
 func TestParquetHostileArrowSchema(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
 	msg := flight.SerializeSchema(schema, memory.DefaultAllocator)
 	// Grow the Message vtable by one entry: bodyLength then reads 8 bytes

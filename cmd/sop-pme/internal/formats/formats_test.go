@@ -64,6 +64,7 @@ func readRows(t *testing.T, path string, f formats.Format) (*arrow.Schema, strin
 // and reads it back: the same rows, the same types, and (Parquet) the same
 // field IDs. Detection by magic bytes needs no --format.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	rec := testtables.Record(testtables.AllTypes(), 500, 3)
 	defer rec.Release()
 	want, err := rowjson.AppendRows(nil, rec)
@@ -98,6 +99,7 @@ func TestRoundTrip(t *testing.T) {
 // TestNDJSON reads back what NDJSON output writes, for the types JSON
 // carries: the same rows, exact, with their types inferred.
 func TestNDJSON(t *testing.T) {
+	t.Parallel()
 	all := testtables.AllTypes().Fields()
 	pick := func(names ...string) []arrow.Field {
 		var out []arrow.Field
@@ -126,6 +128,7 @@ func TestNDJSON(t *testing.T) {
 }
 
 func TestCSV(t *testing.T) {
+	t.Parallel()
 	const in = "id,x,name,ok,day,at,atz\n" +
 		"1,1.5,a,true,2026-01-02,2026-01-02 03:04:05,2026-01-02T03:04:05Z\n" +
 		"2,,\"b, c\",false,,,\n" +
@@ -163,6 +166,7 @@ func TestCSV(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, s string) string {
 		p := filepath.Join(dir, name)

@@ -26,6 +26,7 @@ func writeBytes(t *testing.T, b []byte) string {
 // re-encodes, reads as pyarrow reads it: a list of lists (not a list of
 // structs of "array"), elements that are not nullable.
 func TestParquetLegacyLists(t *testing.T) {
+	t.Parallel()
 	schema, rows := readRows(t, writeBytes(t, testtables.LegacyLists()), formats.Parquet)
 	elem := func(name string, dt arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: dt} }
 	want := []arrow.DataType{
@@ -50,6 +51,7 @@ func TestParquetLegacyLists(t *testing.T) {
 // GEOMETRY and GEOGRAPHY columns as the GeoArrow type that writes their
 // logical type back, so that a re-encoded import keeps them.
 func TestParquetTimestampsGeospatial(t *testing.T) {
+	t.Parallel()
 	schema, _ := readRows(t, writeBytes(t, testtables.Timestamps(nil)), formats.Parquet)
 	for _, f := range schema.Fields() {
 		if !arrow.TypeEqual(f.Type, &arrow.TimestampType{Unit: arrow.Microsecond}) {

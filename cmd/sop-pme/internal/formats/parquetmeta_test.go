@@ -90,6 +90,7 @@ func writeTemp(t *testing.T, name string, b []byte) string {
 // Parquet readers must; before, arrow-go refused the whole file ("invalid
 // logical type"; parquet-testing's unknown-logical-type.parquet).
 func TestParquetUnknownLogicalType(t *testing.T) {
+	t.Parallel()
 	rec := stringsRecord(30)
 	defer rec.Release()
 	path := writeTemp(t, "unknown.parquet", withUnknownLogicalType(t, parquetBytes(t, rec), 2))
@@ -123,6 +124,7 @@ func TestParquetUnknownLogicalType(t *testing.T) {
 // refused with the line every encrypted file gets; before, arrow-go's
 // "cannot decrypt column metadata. file decryption not setup correctly".
 func TestParquetEncryptedPlaintextFooter(t *testing.T) {
+	t.Parallel()
 	rec := stringsRecord(10)
 	defer rec.Release()
 	key := "0123456789012345"

@@ -37,6 +37,7 @@ func readAll(t *testing.T, f formats.Format, text string, limit int64) (int64, e
 // CSV field's newlines and doubled quotes do not end or confuse a record.
 // Before, one 200 MB CSV cell was read whole, at 2.5 GiB of peak RSS.
 func TestRecordLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 100
 	pad := func(prefix string, n int) string { return prefix + strings.Repeat("x", n-len(prefix)) }
 	many := strings.Repeat("1,a\n", formats.SampleRows+10)

@@ -16,6 +16,7 @@ import (
 // binary, list and large_list, the forms Parquet holds, with the values
 // pyarrow wrote.
 func TestArrowViews(t *testing.T) {
+	t.Parallel()
 	want, err := os.ReadFile("testdata/pyarrow/views.json")
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,7 @@ func TestArrowViews(t *testing.T) {
 // dictionaries, and pqarrow writes no durations: they go as INT64, values
 // equal).
 func TestOutputArrowTypes(t *testing.T) {
+	t.Parallel()
 	var g testtables.FieldIDs
 	fields := append([]arrow.Field(nil), testtables.ArrowTypes().Fields()...)
 	g.Last = 1000

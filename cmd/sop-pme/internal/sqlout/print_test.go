@@ -32,6 +32,7 @@ func printQuery(t *testing.T, db *sopsql.DB, p Printer, q string) string {
 }
 
 func TestPrintTable(t *testing.T) {
+	t.Parallel()
 	db, _ := newDB(t)
 	got := printQuery(t, db, Printer{Format: Table}, `SELECT * FROM (VALUES
 		(1, 'a', 1.5::DECIMAL(9,2), 0.1::DOUBLE, TIMESTAMPTZ '2023-11-14 22:13:20.5+00', [1, 2]),
@@ -109,6 +110,7 @@ func TestPrintTable(t *testing.T) {
 // (empty for NULL), the JSON is valid and holds numbers, booleans, nulls,
 // arrays and objects where the values are such.
 func TestPrintCSVAndJSON(t *testing.T) {
+	t.Parallel()
 	db, st := newDB(t)
 	rec := testtables.Record(testtables.AllTypes(), 300, 21)
 	defer rec.Release()
@@ -204,6 +206,7 @@ func TestPrintCSVAndJSON(t *testing.T) {
 }
 
 func TestParseFormat(t *testing.T) {
+	t.Parallel()
 	for _, f := range []Format{Table, CSV, JSON} {
 		if g, err := ParseFormat(strings.ToUpper(f.String())); g != f || err != nil {
 			t.Errorf("ParseFormat(%q) = %v, %v", f, g, err)

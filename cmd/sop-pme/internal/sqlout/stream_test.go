@@ -76,6 +76,7 @@ func (w *firstWrite) Write(p []byte) (int, error) {
 // Each prints what Print prints for the same rows as a Result, although the
 // source reuses its row slice.
 func TestPrintRowsStreams(t *testing.T) {
+	t.Parallel()
 	const n = 50_000
 	for _, c := range []struct {
 		p         Printer
@@ -112,6 +113,7 @@ func TestPrintRowsStreams(t *testing.T) {
 // the first tableWidthRows rows; a wider value after them is printed whole,
 // and pushes the rest of its own row only.
 func TestPrintTableWidths(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("long value ", 5)
 	src := &countingSource{n: tableWidthRows + 500, long: long, longAt: tableWidthRows + 100}
 	var b bytes.Buffer
@@ -153,6 +155,7 @@ func TestPrintTableWidths(t *testing.T) {
 // TestPrintRowsError: a source's error is returned; a table whose rows
 // fail before it is sized prints nothing.
 func TestPrintRowsError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	for _, p := range []Printer{{Format: Table}, {Format: Table, MaxRows: 10}, {Format: CSV}, {Format: JSON}} {
 		var b bytes.Buffer

@@ -49,6 +49,7 @@ var textCases = []string{
 // TestValueText compares the text of every value of the test tables, and
 // of textCases, with DuckDB's own CAST(... AS VARCHAR).
 func TestValueText(t *testing.T) {
+	t.Parallel()
 	db, st := newDB(t)
 	checkText := func(t *testing.T, from string) {
 		t.Helper()
@@ -101,6 +102,7 @@ func TestValueText(t *testing.T) {
 
 // TestParseType parses the type names duckdb-go gives.
 func TestParseType(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"BIGINT", "BIGINT"},
 		{"DECIMAL(9,2)", "DECIMAL"},
