@@ -101,8 +101,10 @@ $(VULNDB)/index/db.json:
 	rm -rf $(VULNDB)
 	mv $(VULNDB).tmp $(VULNDB)
 
+# -timeout 30m: one package's tests under -race take up to 6 min on two
+# shared cores; go test's default (10 min a package) left too little room.
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # The library builds and tests without cgo and without Rust.
 purego:
