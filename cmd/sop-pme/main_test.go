@@ -28,10 +28,7 @@ var (
 
 	sopBinary   = builder("sop-pme", "")               // go build .
 	crashBinary = builder("sop-pme-crash", "sopcrash") // keys rotate dies on cue
-	// sqlBinary is go build -tags duckdb ., in a test binary built with
-	// that tag (sqlBuildTags): it links DuckDB, which takes long enough to
-	// build once per test binary, not per test.
-	sqlBinary = builder("sop-pme-sql", sqlBuildTags)
+	// sqlBinary, with DuckDB, is declared in sql_test.go (tag duckdb).
 )
 
 // builder returns a function that builds sop-pme with the build tags into

@@ -10,10 +10,6 @@ import (
 	"testing"
 )
 
-// sqlBuildTags is empty: a test binary built without the duckdb tag tests
-// the sop-pme built without it, whose sql command only says how to get one.
-const sqlBuildTags = ""
-
 // TestSQLNotBuilt: a build without the duckdb tag has the sql command, which
 // exits 1 with one line saying how to build one with SQL, whatever its
 // command line (as JSON under --json); its help says so too. The build line

@@ -18,10 +18,11 @@ import (
 	"github.com/sovm/sop-pme/storageid"
 )
 
-// sqlBuildTags is the tag sqlBinary is built with: a test binary built with
-// the duckdb tag tests the sop-pme built with it. Run only the TestSQL
-// tests with the tag; the others test sopBinary, the same with or without.
-const sqlBuildTags = "duckdb"
+// sqlBinary is go build -tags duckdb ., declared only in a test binary
+// built with that tag: it links DuckDB, which takes long enough to build
+// once per test binary, not per test. Run only the TestSQL tests with the
+// tag; the others test sopBinary, the same with or without.
+var sqlBinary = builder("sop-pme-sql", "duckdb")
 
 // demoRows is the demo table's size in the SQL tests: three row groups of
 // at most 32,768 rows.
