@@ -322,8 +322,8 @@ func TestSQLLockDown(t *testing.T) {
 	path := func(name string) string { return "'" + filepath.Join(dir, name) + "'" }
 	sort := "SELECT count(*) FROM (SELECT * FROM range(4000000) t(i) ORDER BY hash(i))"
 	for _, c := range []struct{ query, want string }{
-		// The spill of issue 14: a low memory limit and a temporary
-		// directory, then a sort that outgrows the limit.
+		// A spill to disk: a low memory limit and a temporary directory,
+		// then a sort that outgrows the limit.
 		{"SET memory_limit = '16MB'; SET temp_directory = '" + spill + "'; " + sort, "the configuration has been locked"},
 		{"SET temp_directory = '" + spill + "'", "the configuration has been locked"},
 		{"RESET temp_directory", "the configuration has been locked"},

@@ -20,8 +20,8 @@ import (
 //
 // One conversion is lossy by DuckDB's design: a Parquet TIMESTAMP(NANOS)
 // with isAdjustedToUTC (Arrow timestamp[ns, tz]) is read as TIMESTAMP WITH
-// TIME ZONE, whose unit is the microsecond, truncated toward zero
-// (notes/duckdb-encrypted-parquet.md).
+// TIME ZONE, whose unit is the microsecond, truncated toward zero (as
+// DuckDB 1.5.6 reads it, plaintext or encrypted).
 func duckValue(arr arrow.Array, i int) any {
 	if arr.IsNull(i) {
 		return nil

@@ -85,7 +85,7 @@ func walkLayout(t *testing.T, data []byte, dek pme.DEK) layout {
 
 // walkLayoutKeyRef decrypts, under dek, the footer of the object whose bytes
 // are data and every page module of every column chunk, and checks the
-// layout DuckDB reads (notes/duckdb-encrypted-parquet.md): "PARE" at both
+// layout DuckDB 1.5.6 writes and reads (SOP-PME-1 11.2): "PARE" at both
 // ends; key_metadata is keyRef (absent if nil); the column chunks tile the
 // data region; each page is a header module then a body module whose
 // plaintext length is the header's compressed_page_size; the data pages'
