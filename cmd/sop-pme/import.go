@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -35,6 +36,9 @@ const (
 // the resident set, which must stay within 2 × rgBytes + 128 MiB (the
 // README's bound, which TestImportRSS measures).
 func importMemoryLimit(rgBytes int64) int64 { return 2*rgBytes + 80<<20 }
+
+// defaultParallel is import's --parallel by default.
+func defaultParallel() int { return runtime.GOMAXPROCS(0) }
 
 type importResult struct {
 	StorageID    string `json:"storage_id"`
@@ -155,7 +159,7 @@ stderr), once the object is written.
 	fl.Int64Var(&im.rgRows, "row-group-rows", importRowGroupRows, "most `rows` in a row group")
 	fl.Int64Var(&im.rgBytes, "row-group-bytes", importRowGroupBytes, "most `bytes` of Arrow buffers in a row group; memory is about twice this")
 	fl.StringVar(&im.codec, "codec", "zstd", "page `codec`: zstd, snappy or none")
-	fl.IntVar(&im.parallel, "parallel", 1, "row groups `n` encoded at once; memory grows to about n+1 row groups")
+	fl.IntVar(&im.parallel, "parallel", defaultParallel(), "row groups `n` encoded at once; memory grows to about n+1 row groups")
 	fl.BoolVar(&im.reencode, "reencode", false, "encode a Parquet input's rows again rather than seal its pages byte for byte")
 	return cmd
 }
