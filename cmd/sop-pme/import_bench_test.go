@@ -176,7 +176,7 @@ func writeInputs(b *testing.B, dir string, schema *arrow.Schema, recs []arrow.Re
 }
 
 // openImport opens path as import does (field IDs assigned), to re-encode.
-func openImport(b *testing.B, path string) (*formats.Input, array.RecordReader) {
+func openImport(b testing.TB, path string) (*formats.Input, array.RecordReader) {
 	in, err := formats.Open(context.Background(), path, formats.InputOptions{})
 	if err != nil {
 		b.Fatal(err)
