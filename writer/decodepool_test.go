@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/sovm/sop-pme/internal/testkit/plainedit"
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/writer"
@@ -42,10 +40,7 @@ func (s *slowReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // at a time.
 func TestSealFileChecksInParallel(t *testing.T) {
 	t.Parallel()
-	rec := listRecord(1200)
-	defer rec.Release()
-	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false),
-		parquet.WithDataPageSize(512), parquet.WithBatchSize(50), parquet.WithMaxRowGroupLength(100))
+	plain := listParquet(t, 1200, 100)
 	// Row group 3 starts a record with repetition level 1; row group 8's
 	// values of a required column run short.
 	bad, err := plainedit.Rewrite(plain, func(p *plainedit.Page) error {
@@ -54,12 +49,7 @@ func TestSealFileChecksInParallel(t *testing.T) {
 		}
 		switch {
 		case p.RowGroup == 3 && p.Column == 1:
-			p.Body = bytes.Clone(p.Body)
-			if run := p.Body[4:]; run[0]&1 == 1 {
-				run[1] |= 1
-			} else {
-				run[1] = 1
-			}
+			firstLevelOne(p)
 		case p.RowGroup == 8 && p.Column == 2:
 			p.Body = p.Body[:len(p.Body)-8]
 			p.Header.Set(2, thrift.I32(int32(len(p.Body))))
