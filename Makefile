@@ -21,7 +21,7 @@ export GOWORK := off
 export GOTOOLCHAIN ?= auto
 
 .DEFAULT_GOAL := test
-.PHONY: demo test vet lint staticcheck vulncheck unit purego interop sql cli bench fuzz corpus
+.PHONY: demo test vet lint staticcheck vulncheck unit purego interop sql cli bench bench-seal fuzz corpus
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back. Its KEK and
@@ -141,6 +141,14 @@ cli:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Sealing a large file (TPC-H sf 5 lineitem, made by tpchgen-cli, or
+# SEAL_FILE) into blobs.Dir against dd conv=fsync of the same file, side by
+# side, in a temporary directory (see bench/seal-large.sh). Not part of
+# make test.
+SEAL_FILE ?=
+bench-seal:
+	sh bench/seal-large.sh $(SEAL_FILE)
 
 # Apache parquet-testing, the corpus arrow-go, parquet-rs and Arrow C++ test
 # against, is not part of this repository (nor of make test): fetch a copy,

@@ -315,6 +315,31 @@ func listRecord(n int) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
+// listParquet writes listRecord(rows) as plaintext Parquet of small
+// uncompressed plain pages, in row groups of rgRows rows.
+func listParquet(t *testing.T, rows int, rgRows int64) []byte {
+	t.Helper()
+	rec := listRecord(rows)
+	defer rec.Release()
+	return plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false),
+		parquet.WithDataPageSize(512), parquet.WithBatchSize(50), parquet.WithMaxRowGroupLength(rgRows))
+}
+
+// firstLevelOne makes the first repetition level of the data page p (of
+// listRecord's list column) 1: a record that starts with a nonzero
+// repetition level, which only decoding tells (ARROW-GH-45185). The
+// repetition levels come first (u32 length, then RLE / bit-packed runs of
+// bit width 1).
+func firstLevelOne(p *plainedit.Page) {
+	p.Body = bytes.Clone(p.Body)
+	run := p.Body[4:]
+	if run[0]&1 == 1 {
+		run[1] |= 1 // a bit-packed run: the first level is the first bit
+	} else {
+		run[1] = 1 // an RLE run: its value
+	}
+}
+
 // onPages returns an edit of plainedit.Rewrite that applies edit to the
 // data pages of column col.
 func onPages(col int, edit func(p *plainedit.Page) error) func(p *plainedit.Page) error {
@@ -347,13 +372,10 @@ func onPages(col int, edit func(p *plainedit.Page) error) func(p *plainedit.Page
 //     starts with a nonzero repetition level") and a required column whose
 //     values run short (ARROW-GH-47662: "eof exception"), which only
 //     decoding tells: the sealer decodes each row group as the reader will
-//     before it seals the next.
+//     before it publishes the object.
 func TestSealFileRefusesWhatTheReaderRefuses(t *testing.T) {
 	t.Parallel()
-	rec := listRecord(600)
-	defer rec.Release()
-	plain := plainParquet(t, rec, parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false),
-		parquet.WithDataPageSize(512), parquet.WithBatchSize(50), parquet.WithMaxRowGroupLength(300))
+	plain := listParquet(t, 600, 300)
 	rewrite := func(edit func(p *plainedit.Page) error) []byte {
 		b, err := plainedit.Rewrite(plain, edit)
 		if err != nil {
@@ -381,15 +403,7 @@ func TestSealFileRefusesWhatTheReaderRefuses(t *testing.T) {
 			if p.RowGroup != 1 || p.Index != 0 {
 				return nil
 			}
-			// The repetition levels come first (u32 length, then RLE /
-			// bit-packed runs of bit width 1): make the first level 1.
-			p.Body = bytes.Clone(p.Body)
-			run := p.Body[4:]
-			if run[0]&1 == 1 {
-				run[1] |= 1 // a bit-packed run: the first level is the first bit
-			} else {
-				run[1] = 1 // an RLE run: its value
-			}
+			firstLevelOne(p)
 			return nil
 		})), "record starts with a nonzero repetition level"},
 		"values short": {rewrite(onPages(2, func(p *plainedit.Page) error {
@@ -420,5 +434,7 @@ func TestSealFileRefusesWhatTheReaderRefuses(t *testing.T) {
 	}
 	_, got := readSealed(t, st, obj)
 	defer got.Release()
+	rec := listRecord(600)
+	defer rec.Release()
 	sameRows(t, array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec}), got)
 }

@@ -26,7 +26,8 @@ import (
 // it (arrow-go's pqarrow, every column, in batches of the reader's
 // default size, within the reader's default memory limit for a scan of
 // it), from its pages as they were sealed (seal.Sealer.OnRowGroupFile),
-// before the next row group is sealed. Nothing decoded is kept.
+// while the next row groups are sealed (decodepool.go) and before the
+// object is published. Nothing decoded is kept.
 
 // errDecodeLimit is what decodeRowGroup's allocator panics with beyond its
 // limit.

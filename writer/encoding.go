@@ -14,7 +14,7 @@ import (
 const dictSample = 8192
 
 // dictionaryChoices decides, for each top-level column of a row group
-// whose values it can sample (integers, floats, strings, binary), whether
+// whose values it can sample (integers, floats, decimals, strings, binary), whether
 // dictionary encoding pays, as DuckDB decides it: from the distinct values
 // of a sample of the row group, estimate the dictionary-encoded size (the
 // dictionary plus the bit-packed indices) against the plain size, and use
@@ -60,6 +60,14 @@ func dictionaryPays(recs []arrow.RecordBatch, c int, rows int64) (pays, ok bool)
 	case arrow.INT64, arrow.UINT64, arrow.FLOAT64, arrow.TIMESTAMP, arrow.DATE64:
 		width = 8
 	case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
+	case arrow.DECIMAL128, arrow.DECIMAL256:
+		// A FIXED_LEN_BYTE_ARRAY of the fewest bytes that hold the
+		// precision, as pqarrow writes it. Near-unique decimals (TPC-H's
+		// l_extendedprice) dictionary-encoded until the dictionary
+		// overflowed took a fifth of re-encoding lineitem, in arrow-go's
+		// hash table of byte strings.
+		p := recs[0].Column(c).DataType().(arrow.DecimalType).GetPrecision()
+		width = int(math.Ceil((float64(p)*math.Log2(10) + 1) / 8))
 	default:
 		return false, false
 	}
@@ -91,6 +99,10 @@ func dictionaryPays(recs []arrow.RecordBatch, c int, rows int64) (pays, ok bool)
 			return string(a.Value(i))
 		case *array.LargeBinary:
 			return string(a.Value(i))
+		case *array.Decimal128:
+			return a.Value(i)
+		case *array.Decimal256:
+			return a.Value(i)
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -25,6 +26,8 @@ func TestDictionaryPays(t *testing.T) {
 			dt = arrow.PrimitiveTypes.Int64
 		case "f":
 			dt = arrow.PrimitiveTypes.Float64
+		case "d":
+			dt = &arrow.Decimal128Type{Precision: 15, Scale: 2}
 		default:
 			dt = arrow.BinaryTypes.String
 		}
@@ -45,6 +48,14 @@ func TestDictionaryPays(t *testing.T) {
 		{true, "i-small", func(b array.Builder, i int) { b.(*array.Int64Builder).Append(int64(i % 100)) }},
 		{false, "f-random", func(b array.Builder, i int) { b.(*array.Float64Builder).Append(rng.NormFloat64()) }},
 		{true, "f-prices", func(b array.Builder, i int) { b.(*array.Float64Builder).Append(float64(rng.IntN(500)) / 4) }},
+		// TPC-H's lineitem: l_extendedprice hardly repeats, l_quantity
+		// has 50 values.
+		{false, "d-extendedprice", func(b array.Builder, i int) {
+			b.(*array.Decimal128Builder).Append(decimal128.FromI64(rng.Int64N(10_000_000) + 90_000))
+		}},
+		{true, "d-quantity", func(b array.Builder, i int) {
+			b.(*array.Decimal128Builder).Append(decimal128.FromI64(100 * (rng.Int64N(50) + 1)))
+		}},
 		{true, "s-categories", func(b array.Builder, i int) {
 			b.(*array.StringBuilder).Append(fmt.Sprintf("category-%03d", rng.IntN(300)))
 		}},

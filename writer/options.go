@@ -208,7 +208,8 @@ func WithProgress(fn func(Progress)) Option {
 // WithParallelism sets how many row groups are encoded at once (default
 // runtime.GOMAXPROCS(0)). Row groups are sealed in order whatever n is, so
 // the object's layout does not depend on it; (n + 1) row groups are held in
-// memory at most.
+// memory at most. For SealFile it is how many row groups its decode check
+// decodes at once, while the next ones are sealed.
 func WithParallelism(n int) Option {
 	return func(cfg *config) error {
 		if n < 1 || n > 256 {

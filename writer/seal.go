@@ -46,9 +46,11 @@ func WithAssignFieldIDs() Option {
 // files) have none. Options: WithMetadata (entries appended
 // after the file's own), WithProgress (called after each row group sealed
 // and once after publishing; BytesIn counts the plaintext column chunks
-// sealed, then the whole file), and WithAssignFieldIDs. The options of
-// encoding (codec, row groups, pages, dictionary, parallelism) describe a
-// layout SealFile does not make: one that changes a default is refused with
+// sealed, then the whole file), WithAssignFieldIDs, and WithParallelism:
+// how many row groups the decode check below decodes at once, while the
+// next ones are sealed (default runtime.GOMAXPROCS(0)). The options of
+// encoding (codec, row groups, pages, dictionary) describe a layout
+// SealFile does not make: one that changes a default is refused with
 // ErrOption.
 //
 // # Field IDs
@@ -78,9 +80,15 @@ func WithAssignFieldIDs() Option {
 // Such a refusal may come after part of the file was sealed: the pending
 // import is then aborted.
 //
+// Before it publishes the object, SealFile decodes every row group as the
+// reader will (see decodecheck.go), n at once (WithParallelism); a row
+// group that does not decode fails it with ErrPlaintextParquet.
+//
 // SealFile holds one page of the file in memory at a time (and the sealed
-// modules of a few pages on their way to the store), plus the footer. It
-// reads r with ReadAt only, and never writes plaintext anywhere.
+// modules of a few pages on their way to the store), plus the footer, and
+// for the decode check n decoding batches and the pages it rewrote in n
+// row groups. It reads r with ReadAt only, concurrently, and never writes
+// plaintext anywhere.
 func SealFile(ctx context.Context, store blobs.Store, r io.ReaderAt, size int64, opts ...Option) (Object, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -139,7 +147,6 @@ func sealOptions(cfg config) error {
 		{"WithDataPageSize", cfg.dataPageSize != def.dataPageSize},
 		{"WithDataPageVersion", cfg.pageVersion != def.pageVersion},
 		{"WithDictionary", cfg.dictionary != def.dictionary},
-		{"WithParallelism", cfg.parallelism != def.parallelism},
 		{"WithCompressionLevel", cfg.level != def.level},
 	} {
 		if o.changed {
@@ -155,11 +162,16 @@ func sealOptions(cfg config) error {
 // sealInto seals the file into out and runs steps 2 to 5.
 func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK, r io.ReaderAt, size int64, ids map[int]int32, cfg config, alive func() error) (Object, error) {
 	sealer := seal.NewSealer(out, dek)
-	sealer.OnRowGroupFile(func(f io.ReaderAt, size int64) error {
+	checks := newDecodeChecks(ctx, cfg.parallelism)
+	// Every check ends before SealFile returns, whatever it returns: a
+	// check reads r, which is the caller's again once SealFile returns.
+	defer checks.wait()
+	sealer.OnRowGroupFile(func(f *seal.RowGroupFile) error {
 		if err := alive(); err != nil || cfg.noDecodeCheck {
+			f.Release()
 			return err
 		}
-		return decodeRowGroup(ctx, f, size)
+		return checks.add(f)
 	})
 	var prog Progress
 	sealer.OnRowGroup(func(g seal.SealedRowGroup) error {
@@ -176,7 +188,13 @@ func sealInto(ctx context.Context, out *sink, pending blobs.Pending, dek pme.DEK
 		}
 		return nil
 	})
-	if err := sealer.AddFile(aliveReaderAt{r, alive}, size); err != nil {
+	err := sealer.AddFile(aliveReaderAt{r, alive}, size)
+	// A row group that does not decode fails the file before any later
+	// refusal of the Sealer, as it would have stopped it there.
+	if cerr := checks.wait(); cerr != nil {
+		return Object{}, sealError(cerr)
+	}
+	if err != nil {
 		return Object{}, sealError(err)
 	}
 	footer, err := sealer.Close()

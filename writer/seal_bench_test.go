@@ -62,8 +62,9 @@ func dropObject(dir string, obj writer.Object) {
 // disk, and its fsyncs, too). MB/s are of the input file. The ratio
 // sub-benchmarks run both in each iteration and report re-encoding's time
 // over sealing's and sealing's MB/s. Sealing decodes every row group once,
-// as the reader will, before it publishes (decodecheck.go): it runs at
-// about the speed of that decoding (about 110 MB/s here, where encryption
+// as the reader will, before it publishes (decodecheck.go), on every core
+// (decodepool.go): it runs at about the speed of that decoding (about
+// 110 MB/s a core here, where encryption
 // and hashing alone ran at about 1.8 GB/s), and re-encoding, which decodes
 // and encodes, takes 6 to 7 times as long (target ≥ 5).
 func BenchmarkSealFile(b *testing.B) {

@@ -681,7 +681,7 @@ func TestSealFileOptions(t *testing.T) {
 	defer rec.Release()
 	plain := plainParquet(t, rec)
 	for _, o := range []writer.Option{writer.WithCodec(writer.Snappy), writer.WithRowGroupRows(10), writer.WithRowGroupBytes(1 << 20),
-		writer.WithDataPageSize(1 << 10), writer.WithDataPageVersion(writer.DataPageV2), writer.WithDictionary(false), writer.WithParallelism(7)} {
+		writer.WithDataPageSize(1 << 10), writer.WithDataPageVersion(writer.DataPageV2), writer.WithDictionary(false)} {
 		st := newMemStore()
 		if _, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), o); !errors.Is(err, writer.ErrOption) || st.created != 0 {
 			t.Errorf("SealFile with an option of encoding: %v, %d staged", err, st.created)

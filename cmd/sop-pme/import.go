@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -18,23 +19,29 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Defaults of import's row groups. The writer holds at most two row groups
-// at once with one encoder (WithParallelism(1)): the one being gathered and
-// the one being encoded and sealed. So import's memory is about twice the
-// row-group size, plus the input reader's batch, whatever the input's size.
+// Defaults of import's row groups. The writer holds at most n+1 row groups
+// at once with n encoders (--parallel, every core by default): the one
+// being gathered, and those being encoded and sealed. So import's memory is
+// about n+1 times the row-group size, plus the input reader's batch,
+// whatever the input's size.
 const (
 	importRowGroupBytes = 64 << 20
 	importRowGroupRows  = writer.DefaultRowGroupRows
 )
 
 // importMemoryLimit is the soft memory limit of an import with row groups
-// of rgBytes: what the writer holds at most with one encoder (the row group
-// being gathered, and the one being encoded and sealed), and 80 MiB for
-// the encoded plaintext, the input reader, the codecs and the runtime. The
+// of rgBytes and n encoders: what the writer holds at most (the row group
+// being gathered, and the n being encoded and sealed), and 80 MiB for the
+// encoded plaintext, the input reader, the codecs and the runtime. The
 // garbage collector works harder near it, so that garbage does not double
-// the resident set, which must stay within 2 × rgBytes + 128 MiB (the
+// the resident set, which must stay within (n+1) × rgBytes + 128 MiB (the
 // README's bound, which TestImportRSS measures).
-func importMemoryLimit(rgBytes int64) int64 { return 2*rgBytes + 80<<20 }
+func importMemoryLimit(rgBytes int64, n int) int64 { return int64(n+1)*rgBytes + 80<<20 }
+
+// defaultParallel is import's --parallel by default: every core, as the
+// writer's own default (writer.WithParallelism). Re-encoding is CPU-bound,
+// and with one encoder it ran at a fraction of the writer's speed.
+func defaultParallel() int { return runtime.GOMAXPROCS(0) }
 
 type importResult struct {
 	StorageID    string `json:"storage_id"`
@@ -95,10 +102,15 @@ size, unpadded size, rows and row groups.
 
 The input is Parquet, an Arrow IPC file or stream, CSV (with a header row) or
 NDJSON (one object per line), told by its first bytes or its name (--format
-otherwise); - is stdin. Import streams: its memory is bounded by about two
-row groups (--row-group-bytes), not by the input. A Parquet file or Arrow IPC
-file on stdin is the exception: it needs random access, and is read into
-memory. CSV and NDJSON column types come from the first 10,000 rows; a
+otherwise); - is stdin. Import streams: its memory is bounded by about n+1
+row groups (--row-group-bytes, --parallel n) and 128 MiB, not by the input:
+320 MiB with the defaults on two cores. Row groups are encoded on every core
+by default (--parallel); --parallel 1 bounds memory to about two row groups.
+A Parquet file piped to stdin is copied to a private temporary file (0600,
+in a directory of its own under $TMPDIR, never beside the store, and
+unnamed as soon as it is created, so that no exit leaves it behind), then
+sealed as the same file given by path; an Arrow IPC file on stdin needs
+random access, and is read into memory. CSV and NDJSON column types come from the first 10,000 rows; a
 CSV record or NDJSON line longer than 8 MiB is refused. Arrow view types
 (string_view, binary_view, list_view: pyarrow 26, Polars) are imported as
 string, binary and list. A Parquet file with an INT96 timestamp beyond the
@@ -118,14 +130,16 @@ top-level fields first in order, then their children, deterministically.
 
 A plaintext Parquet file is sealed byte for byte when it can be: its pages,
 row groups, codecs and encodings are kept, each page becomes an encrypted
-module, and nothing is decoded (page indexes and bloom filters are dropped).
-Its memory is then about a page, and it runs at the speed of encryption and
-hashing. Compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an
+module, and nothing is encoded (page indexes and bloom filters are dropped).
+Before the object is published, each row group is decoded once as the
+reader will decode it, to check it, n at once (--parallel) while the next
+ones are sealed: sealing runs at the speed of that decoding on every core,
+in about a page and n decoding batches of memory. Compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an
 encrypted file, are rewritten as V1 pages, and pages of the deprecated LZ4
 codec, which DuckDB and arrow-go cannot read, as LZ4_RAW pages: decompressed
 and compressed again, nothing decoded. The rows are encoded again instead when the file cannot be sealed as
 it is (a codec DuckDB or arrow-go cannot read, such as LZO; an encoding
-DuckDB cannot read; pages or row groups beyond the format's limits), when it comes from stdin, when --codec,
+DuckDB cannot read; pages or row groups beyond the format's limits), when --codec,
 --row-group-rows or --row-group-bytes ask for another layout, and with
 --reencode. A refusal found midway discards what was sealed before the rows
 are encoded. The summary line and --json say which path was taken, and why.
@@ -155,7 +169,7 @@ stderr), once the object is written.
 	fl.Int64Var(&im.rgRows, "row-group-rows", importRowGroupRows, "most `rows` in a row group")
 	fl.Int64Var(&im.rgBytes, "row-group-bytes", importRowGroupBytes, "most `bytes` of Arrow buffers in a row group; memory is about twice this")
 	fl.StringVar(&im.codec, "codec", "zstd", "page `codec`: zstd, snappy or none")
-	fl.IntVar(&im.parallel, "parallel", 1, "row groups `n` encoded at once; memory grows to about n+1 row groups")
+	fl.IntVar(&im.parallel, "parallel", defaultParallel(), "row groups `n` encoded (re-encoding) or decoded for the check (sealing) at once; memory is about n+1 row groups + 128 MiB")
 	fl.BoolVar(&im.reencode, "reencode", false, "encode a Parquet input's rows again rather than seal its pages byte for byte")
 	return cmd
 }
@@ -206,7 +220,13 @@ func (im *importer) run(ctx context.Context, path string) error {
 		total = st.Size()
 	}
 	m := a.newMeter("import", total)
-	in, rr, err := im.open(ctx, path, name, m)
+	src, err := im.source(ctx, path, name, m.add)
+	if err != nil {
+		m.abort()
+		return err
+	}
+	defer src.close()
+	in, rr, err := im.open(ctx, src, name, m)
 	if err != nil {
 		m.abort()
 		return err
@@ -218,7 +238,7 @@ func (im *importer) run(ctx context.Context, path string) error {
 		// heap nears it, so that garbage does not double the
 		// resident set (GOGC=100 lets the heap grow to twice what
 		// is live). It never fails an allocation.
-		debug.SetMemoryLimit(importMemoryLimit(im.rgBytes))
+		debug.SetMemoryLimit(importMemoryLimit(im.rgBytes, im.parallel))
 	}
 	_, statErr := os.Stat(dir)
 	st, err := blobs.CreateDir(dir)
@@ -227,7 +247,7 @@ func (im *importer) run(ctx context.Context, path string) error {
 		return storeErr(dir, err)
 	}
 	created := errors.Is(statErr, fs.ErrNotExist)
-	w, err := im.write(ctx, st, in.Format, rr, path, m)
+	w, err := im.write(ctx, st, in.Format, rr, src, m)
 	if err != nil {
 		m.abort()
 		if created {
@@ -273,15 +293,19 @@ func (im *importer) run(ctx context.Context, path string) error {
 	return nil
 }
 
-// open opens the input at path (called name in errors), counting its
-// bytes on m, and returns it with the reader of its records: with the
+// open opens the input src (called name in errors), counting its bytes
+// on m, and returns it with the reader of its records: with the
 // field IDs it lacks assigned, under --assign-field-ids, or else checked.
-func (im *importer) open(ctx context.Context, path, name string, m *meter) (*formats.Input, array.RecordReader, error) {
-	in, err := formats.Open(ctx, path, formats.InputOptions{Format: im.f, OnRead: m.add})
+func (im *importer) open(ctx context.Context, src *importSource, name string, m *meter) (*formats.Input, array.RecordReader, error) {
+	opts := formats.InputOptions{Format: im.f, OnRead: m.add}
+	var in *formats.Input
+	var err error
+	if src.file != nil {
+		in, err = formats.OpenFile(ctx, src.file, name, opts)
+	} else {
+		in, err = formats.OpenStream(ctx, src.stream, name, opts)
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, &cmdError{exitNotFound, name + ": no such file", err}
-		}
 		return nil, nil, about(name, err)
 	}
 	if missing := missingFieldIDs(in.Schema()); len(missing) > 0 {
@@ -311,15 +335,15 @@ type imported struct {
 	how, why string
 }
 
-// write writes the object into st: the Parquet file at path sealed byte
+// write writes the object into st: the Parquet file of src sealed byte
 // for byte when it can be, otherwise the records of rr encoded again.
-func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, rr array.RecordReader, path string, m *meter) (imported, error) {
+func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, rr array.RecordReader, src *importSource, m *meter) (imported, error) {
 	var prog writer.Progress
 	var obj writer.Object
 	var err error
-	how, why := pathSealed, reencodeWhy(im.cmd, f, path, im.reencode)
+	how, why := pathSealed, reencodeWhy(im.cmd, f, src.file == nil, im.reencode)
 	if why == "" {
-		obj, err = sealParquet(ctx, st, path, im.assign, m, &prog)
+		obj, err = sealParquet(ctx, st, src.file, im.assign, im.parallel, m, &prog)
 		if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, writer.ErrPlaintextParquet) {
 			// What was sealed is discarded (SealFile aborted its
 			// import); the rows are encoded again, from the start.
@@ -346,14 +370,14 @@ func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, 
 
 // reencodeWhy says why an input is re-encoded without trying to seal it,
 // or "" if it is a Parquet file to seal.
-func reencodeWhy(cmd *cobra.Command, f formats.Format, path string, reencode bool) string {
+func reencodeWhy(cmd *cobra.Command, f formats.Format, stream, reencode bool) string {
 	switch {
 	case reencode:
 		return "--reencode"
 	case f != formats.Parquet:
 		return string(f) + " input"
-	case path == "-":
-		return "Parquet from stdin"
+	case stream:
+		return "Parquet from a stream" // not reached: spooled (see source)
 	}
 	for _, name := range []string{"codec", "row-group-rows", "row-group-bytes"} {
 		if cmd.Flags().Changed(name) {
@@ -385,13 +409,9 @@ func notSealableWhy(err error) string {
 	return where + "a layout the sealer does not take"
 }
 
-// sealParquet seals the Parquet file at path into st, byte for byte.
-func sealParquet(ctx context.Context, st blobs.Store, path string, assign bool, m *meter, prog *writer.Progress) (writer.Object, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return writer.Object{}, err
-	}
-	defer f.Close()
+// sealParquet seals the Parquet file f into st, byte for byte, its row
+// groups decoded for the check n at once.
+func sealParquet(ctx context.Context, st blobs.Store, f *os.File, assign bool, n int, m *meter, prog *writer.Progress) (writer.Object, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return writer.Object{}, err
@@ -399,7 +419,7 @@ func sealParquet(ctx context.Context, st blobs.Store, path string, assign bool, 
 	// The meter counts the file's bytes as their row groups are sealed
 	// (and the whole file once the object is published).
 	m.n.Store(0)
-	opts := []writer.Option{writer.WithProgress(func(p writer.Progress) {
+	opts := []writer.Option{writer.WithParallelism(n), writer.WithProgress(func(p writer.Progress) {
 		m.add(int(p.BytesIn - prog.BytesIn))
 		*prog = p
 	})}

@@ -92,11 +92,11 @@ func writeBigParquet(t *testing.T, path string, n int) int64 {
 // The table is larger than the bound, so the test fails if import holds the
 // input.
 //
-// The bound is the one the README states: 2 × the row-group buffer
-// (--row-group-bytes) + 128 MiB. The writer holds two row groups' Arrow buffers at once with one
-// encoder (the one being gathered, counted with the capacity slack of the
-// input reader's buffers, and the one being encoded), then the encoded
-// plaintext being sealed; zstd keeps a window; the Parquet input reader
+// The bound is the one the README states: (n+1) × the row-group buffer
+// (--row-group-bytes) + 128 MiB, with n encoders (--parallel n). The writer
+// holds n+1 row groups' Arrow buffers at once (the one being gathered,
+// counted with the capacity slack of the input reader's buffers, and the n
+// being encoded), then the encoded plaintext being sealed; zstd keeps a window; the Parquet input reader
 // reads its column chunks a buffer at a time.
 //
 // Slow (tens of seconds under -race): gated by -short locally, always run
@@ -115,14 +115,15 @@ func TestImportRSS(t *testing.T) {
 	st, _ := os.Stat(in)
 	t.Logf("input: %d rows, %.1f MiB as Arrow, %.1f MiB as Parquet, written in %v", rssRows, float64(arrowBytes)/(1<<20), float64(st.Size())/(1<<20), time.Since(start).Round(time.Millisecond))
 
-	const rgBytes = 16 << 20
-	bound := int64(2*rgBytes + 128<<20)
+	// Two encoders (--parallel 2): three row groups at most.
+	const rgBytes, n = 16 << 20, 2
+	bound := int64((n+1)*rgBytes + 128<<20)
 	if arrowBytes <= bound {
 		t.Fatalf("the table (%d bytes) must exceed the bound (%d) for the test to mean anything", arrowBytes, bound)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, sopBinary(t), "import", "--json", "--row-group-bytes", fmt.Sprint(rgBytes), in)
+	cmd := exec.CommandContext(ctx, sopBinary(t), "import", "--json", "--row-group-bytes", fmt.Sprint(rgBytes), "--parallel", fmt.Sprint(n), in)
 	cmd.Env = append(e.vars, "SOP_PME_STORE="+e.store)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -168,8 +169,8 @@ func TestImportRSS(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Rows != rssRows {
 		t.Fatalf("import: %v %s", err, stdout.String())
 	}
-	t.Logf("import of %d rows: %v, peak RSS %.1f MiB (bound %.0f MiB = 2 × %d MiB + 128 MiB), %d row groups, object %.1f MiB",
-		rssRows, el.Round(time.Millisecond), float64(peak.Load())/(1<<20), float64(bound)/(1<<20), rgBytes>>20, res.RowGroups, float64(res.Size)/(1<<20))
+	t.Logf("import of %d rows: %v, peak RSS %.1f MiB (bound %.0f MiB = %d × %d MiB + 128 MiB), %d row groups, object %.1f MiB",
+		rssRows, el.Round(time.Millisecond), float64(peak.Load())/(1<<20), float64(bound)/(1<<20), n+1, rgBytes>>20, res.RowGroups, float64(res.Size)/(1<<20))
 	if peak.Load() > bound {
 		t.Fatalf("peak RSS %d bytes > bound %d", peak.Load(), bound)
 	}

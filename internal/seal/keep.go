@@ -19,17 +19,20 @@ import (
 // an io.ReaderAt whose pages are the input file's where a page was sealed
 // as it is, and copies held in memory of the pages the Sealer rewrote.
 
-// A rowGroupFile is the plaintext Parquet file of one row group that
+// A RowGroupFile is the plaintext Parquet file of one row group that
 // OnRowGroupFile hands over: "PAR1", the pages as sealed, the footer, its
 // length and "PAR1". Its pages are segments: of the input file, or of
-// kept, the rewritten pages.
-type rowGroupFile struct {
+// kept, the rewritten pages. It reads the input with ReadAt only, so it
+// may be read on another goroutine while the Sealer goes on, and several
+// of them at once.
+type RowGroupFile struct {
 	in   io.ReaderAt
 	segs []segment
 	kept []byte // the rewritten pages
 	size int64  // the pages' end: where the tail starts
 	tail []byte // the footer, its length and "PAR1"
 	err  error  // the first error reading in
+	rg   int    // the row group's index in the file added
 }
 
 // A segment is the bytes [off, off+n) of the file: the input's from from,
@@ -46,15 +49,42 @@ type keptChunk struct {
 }
 
 // OnRowGroupFile makes the Sealer call fn after it sealed each row group,
-// before the next, with a plaintext Parquet file of that row group alone,
-// of size bytes: its pages as they were sealed (rewritten V2 and LZ4 pages
-// included), and a footer of the schema (without logical types no reader
-// knows; see DropUnknownLogicalTypes) and the row group, whose chunks
-// point into the file. The file reads the input for the pages sealed as
-// they are, and holds copies of the rewritten ones, which it clears after
-// the call; it is valid only during the call. An error from fn stops the
+// before the next, with a plaintext Parquet file of that row group alone:
+// its pages as they were sealed (rewritten V2 and LZ4 pages included), and
+// a footer of the schema (without logical types no reader knows; see
+// DropUnknownLogicalTypes) and the row group, whose chunks point into the
+// file. The file reads the input for the pages sealed as they are, and
+// holds copies of the rewritten ones. It is fn's: the Sealer never touches
+// it again, and it stays valid while the Sealer's input is, so fn may hand
+// it to another goroutine and return at once; whoever reads it last calls
+// Release, which clears the plaintext copies. An error from fn stops the
 // Sealer: AddFile returns it, and it is sticky.
-func (s *Sealer) OnRowGroupFile(fn func(file io.ReaderAt, size int64) error) { s.onFile = fn }
+func (s *Sealer) OnRowGroupFile(fn func(file *RowGroupFile) error) { s.onFile = fn }
+
+// RowGroup returns the index of the row group in the file added
+// (AddFile), row groups without rows included.
+func (f *RowGroupFile) RowGroup() int { return f.rg }
+
+// Size returns the file's size in bytes.
+func (f *RowGroupFile) Size() int64 { return f.size + int64(len(f.tail)) }
+
+// Err returns the first error reading the Sealer's input, if a read of the
+// file met one: a decoder reading the file may have reported it as bad
+// bytes, while the fault is the input's.
+func (f *RowGroupFile) Err() error {
+	if f.err != nil {
+		return fmt.Errorf("pme: reading the input: %w", f.err)
+	}
+	return nil
+}
+
+// Release clears the copies of the rewritten pages (plaintext) the file
+// holds, and empties it. It is safe to call more than once, and not
+// concurrently with ReadAt.
+func (f *RowGroupFile) Release() {
+	clear(f.kept)
+	*f = RowGroupFile{err: f.err}
+}
 
 // keepPage adds a page to the row group file: the input's bytes [off,
 // off+n) if the page is sealed as it is (rewritten false), or else a copy
@@ -78,17 +108,14 @@ func (s *Sealer) keepPage(off, n int64, header, body []byte, rewritten bool) int
 }
 
 // keepRowGroup completes the row group file of rg, of rows rows, read
-// from in, hands it to onFile, and clears it.
-func (s *Sealer) keepRowGroup(in io.ReaderAt, rg *thrift.Struct, kept []keptChunk, rows int64) error {
+// from in, and hands it to onFile; the Sealer starts a new one.
+func (s *Sealer) keepRowGroup(in io.ReaderAt, rg *thrift.Struct, index int, kept []keptChunk, rows int64) error {
 	f := &s.file
-	defer func() {
-		clear(f.kept)
-		*f = rowGroupFile{segs: f.segs[:0], kept: f.kept[:0]}
-	}()
+	defer f.Release() // on an error before it is handed over
 	if f.size == 0 {
 		f.size = int64(len(magicPAR1))
 	}
-	f.in = in
+	f.in, f.rg = in, index
 	// A copy of the row group, its chunks pointing into the file.
 	cp, err := thrift.DecodeExact(rg.Append(nil), thrift.Limits{MaxDepth: thriftLimits.MaxDepth, MaxNodes: 1 << 30})
 	if err != nil {
@@ -129,17 +156,13 @@ func (s *Sealer) keepRowGroup(in io.ReaderAt, rg *thrift.Struct, kept []keptChun
 	f.tail = footer.Append(f.tail[:0])
 	f.tail = binary.LittleEndian.AppendUint32(f.tail, uint32(len(f.tail)))
 	f.tail = append(f.tail, magicPAR1...)
-	err = s.onFile(f, f.size+int64(len(f.tail)))
-	if f.err != nil {
-		// A failed read of the input, which the caller's decoder may have
-		// reported as bad bytes: the input's error, not the file's.
-		return fmt.Errorf("pme: reading the input: %w", f.err)
-	}
-	return err
+	handed := new(RowGroupFile)
+	*handed, *f = *f, RowGroupFile{}
+	return s.onFile(handed)
 }
 
 // ReadAt implements io.ReaderAt over the row group file.
-func (f *rowGroupFile) ReadAt(p []byte, off int64) (int, error) {
+func (f *RowGroupFile) ReadAt(p []byte, off int64) (int, error) {
 	total := f.size + int64(len(f.tail))
 	if off < 0 || off > total {
 		return 0, fmt.Errorf("pme: row group file: read at %d of %d", off, total)

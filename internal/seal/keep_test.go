@@ -112,9 +112,10 @@ func TestOnRowGroupFile(t *testing.T) {
 			want := readRowGroups(t, bytes.NewReader(in), int64(len(in)))
 			s := seal.NewSealer(io.Discard, pme.NewDEK())
 			var got []arrow.Table
-			s.OnRowGroupFile(func(f io.ReaderAt, size int64) error {
-				got = append(got, readRowGroups(t, f, size)...)
-				return nil
+			s.OnRowGroupFile(func(f *seal.RowGroupFile) error {
+				defer f.Release()
+				got = append(got, readRowGroups(t, f, f.Size())...)
+				return f.Err()
 			})
 			if err := s.AddFile(bytes.NewReader(in), int64(len(in))); err != nil {
 				t.Fatal(err)

@@ -81,8 +81,8 @@ type Sealer struct {
 	v1hdr     []byte   // and its header
 	rewritten int64    // V2 pages rewritten as V1 ones
 	onRG      func(SealedRowGroup) error
-	onFile    func(io.ReaderAt, int64) error // see OnRowGroupFile
-	file      rowGroupFile                   // the row group file being made, for onFile
+	onFile    func(*RowGroupFile) error // see OnRowGroupFile
+	file      RowGroupFile              // the row group file being made, for onFile
 	err       error
 }
 
@@ -289,7 +289,7 @@ func (s *Sealer) sealRowGroup(r io.ReaderAt, size int64, rg *thrift.Struct, inde
 	rg.Set(rgTotalCompressed, thrift.I64(rgLen))
 	rg.Set(rgOrdinal, thrift.I16(int16(len(s.rgs))))
 	if s.onFile != nil {
-		if err := s.keepRowGroup(r, rg, kept, rows); err != nil {
+		if err := s.keepRowGroup(r, rg, index, kept, rows); err != nil {
 			return 0, err
 		}
 	}

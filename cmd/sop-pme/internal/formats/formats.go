@@ -131,45 +131,64 @@ func (in *Input) Close() (err error) {
 
 // Open opens the table at path ("-" for stdin) for reading.
 func Open(ctx context.Context, path string, opts InputOptions) (*Input, error) {
+	if path == "-" {
+		return OpenFile(ctx, os.Stdin, "stdin", opts)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	in, err := OpenFile(ctx, f, path, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	prev := in.close
+	in.close = func() error {
+		err := f.Close()
+		if prev != nil {
+			err = errors.Join(prev(), err)
+		}
+		return err
+	}
+	return in, nil
+}
+
+// OpenFile opens the table in f, called name in errors, for reading. f
+// stays the caller's to close, after the Input.
+func OpenFile(ctx context.Context, f *os.File, name string, opts InputOptions) (*Input, error) {
+	return openSource(ctx, f, name, opts)
+}
+
+// OpenStream opens the table read from r, called name in errors, for
+// reading, as from a pipe: a format that needs random access (Parquet, an
+// Arrow IPC file) is read into memory first.
+func OpenStream(ctx context.Context, r io.Reader, name string, opts InputOptions) (*Input, error) {
+	return openSource(ctx, stream{r}, name, opts)
+}
+
+func openSource(ctx context.Context, f file_, name string, opts InputOptions) (*Input, error) {
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = 1 << 16
 	}
 	if opts.Alloc == nil {
 		opts.Alloc = memory.DefaultAllocator
 	}
-	var f *os.File
-	name := path
-	if path == "-" {
-		f, name = os.Stdin, "stdin"
-	} else {
-		var err error
-		if f, err = os.Open(path); err != nil {
-			return nil, err
-		}
-	}
-	var src file_ = f
 	if opts.OnRead != nil {
-		src = &countingFile{file_: f, onRead: opts.OnRead}
+		f = &countingFile{file_: f, onRead: opts.OnRead}
 	}
-	in, err := open(ctx, src, name, opts)
-	if err != nil {
-		if f != os.Stdin {
-			f.Close()
-		}
-		return nil, err
-	}
-	if f != os.Stdin {
-		prev := in.close
-		in.close = func() error {
-			err := f.Close()
-			if prev != nil {
-				err = errors.Join(prev(), err)
-			}
-			return err
-		}
-	}
-	return in, nil
+	return open(ctx, f, name, opts)
 }
+
+// errStream is what a stream answers to ReadAt, Seek and Stat.
+var errStream = errors.New("formats: a stream has no random access")
+
+// stream is a file_ that can only be read in order, as a pipe.
+type stream struct{ io.Reader }
+
+func (stream) ReadAt([]byte, int64) (int, error) { return 0, errStream }
+func (stream) Seek(int64, int) (int64, error)    { return 0, errStream }
+func (stream) Stat() (os.FileInfo, error)        { return nil, errStream }
 
 // file_ is what Open reads: an *os.File, or one that counts what is read.
 type file_ interface {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -140,13 +141,25 @@ func openCSV(r *bufio.Reader, name string, opts InputOptions) (array.RecordReade
 		fields[i] = arrow.Field{Name: h, Type: scalarType(kinds[i]), Nullable: true}
 	}
 	schema := arrow.NewSchema(fields, nil)
+	// Dates are read as strings, and parsed by csvDates.
+	read := slices.Clone(fields)
+	dates := map[int]bool{}
+	for i, f := range fields {
+		if f.Type.ID() == arrow.DATE32 {
+			read[i].Type, dates[i] = arrow.BinaryTypes.String, true
+		}
+	}
 	// The csv.Reader above buffered ahead of what it returned: everything
 	// it read is in sample, and the rest still in r.
 	body := io.MultiReader(&sample, r)
-	rr := arrowcsv.NewReader(body, schema,
+	rr := arrowcsv.NewReader(body, arrow.NewSchema(read, nil),
 		arrowcsv.WithHeader(true), arrowcsv.WithChunk(opts.BatchRows),
 		arrowcsv.WithNullReader(true, ""), arrowcsv.WithAllocator(opts.Alloc))
-	return &csvRecords{Reader: rr, name: name}, nil
+	recs := &csvRecords{Reader: rr, name: name}
+	if len(dates) == 0 {
+		return recs, nil
+	}
+	return &csvDates{RecordReader: recs, schema: schema, cols: dates, mem: opts.Alloc, name: name}, nil
 }
 
 // csvRecords names the input in CSV errors.
