@@ -91,3 +91,22 @@ func TestCSVDates(t *testing.T) {
 		t.Errorf("a late bad date: %v", err)
 	}
 }
+
+// FuzzParseDate: parseDate, a parser of the CSV's bytes, agrees with
+// time.Parse (arrow-go's rule) on every input: the same error text or the
+// same day.
+func FuzzParseDate(f *testing.F) {
+	for _, s := range []string{"2024-02-29", "2023-02-29", "0000-01-01", "9999-12-31", "2024-1-01", "+024-01-01", "", "２０２４-01-01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := parseDate(v)
+		tm, werr := time.Parse("2006-01-02", v)
+		if (err != nil) != (werr != nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Fatalf("%q: error %v, time.Parse's %v", v, err, werr)
+		}
+		if err == nil && got != arrow.Date32FromTime(tm) {
+			t.Fatalf("%q: %v, want %v", v, got, arrow.Date32FromTime(tm))
+		}
+	})
+}
