@@ -88,8 +88,14 @@ const (
 // cannot write; a map with BLOB or nested keys) fails the bind with
 // ErrType. A value its DuckDB type cannot hold (a decimal with more digits
 // than its precision, a timestamp in seconds beyond the microsecond range,
-// a map with two equal keys) fails the query with ErrData: sop_scan never
-// wraps or drops a value.
+// a VARCHAR that is not UTF-8, a map with two equal keys) fails the query
+// with ErrData: sop_scan never wraps or drops a value. A TIME keeps its
+// microseconds as read_parquet does, even beyond a day.
+//
+// Columns go into DuckDB's vectors in bulk (vector.go): a copy or one loop
+// per vector for fixed-width values and validity masks, one cgo call per
+// vector for strings, child vectors for lists and structs; maps and
+// dictionaries of other values than strings go value by value.
 //
 // Nothing comes from footer metadata: sop_scan reports no cardinality and no
 // statistics to DuckDB, so every count, min, max and filter is computed
@@ -114,7 +120,7 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 	if err != nil {
 		return err
 	}
-	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts}
+	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath}
 	varchar := typeInfo(duckdb.TYPE_VARCHAR)
 	scan := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
@@ -158,6 +164,7 @@ type functions struct {
 	src        verify.Source
 	keys       reader.KeyResolver
 	readerOpts []reader.Option
+	valuePath  bool
 }
 
 func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ...any) (_ duckdb.ParallelChunkTableSource, err error) {
@@ -178,6 +185,11 @@ func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ..
 	}
 	if len(s.cols) == 0 {
 		return nil, fmt.Errorf("%w: object %s has no columns", ErrType, r.ID())
+	}
+	if fn.valuePath {
+		for i := range s.cols {
+			s.cols[i].write = nil
+		}
 	}
 	if s.rowGroups, err = p.rowGroupList(r.NumRowGroups()); err != nil {
 		return nil, err
@@ -215,6 +227,7 @@ type scanLocal struct {
 	scan *rowGroupScan
 	rec  arrow.RecordBatch
 	off  int // rows of rec already given to DuckDB
+	ws   writeState
 }
 
 // rowGroupScan holds the reader of the row group a thread reads. DuckDB
@@ -303,17 +316,35 @@ func (s *scanSource) FillChunk(state any, ch duckdb.DataChunk) (err error) {
 		}
 	}
 	n := min(int(ls.rec.NumRows())-ls.off, duckdb.GetDataChunkCapacity())
+	raw, err := rawChunk(&ch)
+	if err != nil {
+		ls.close()
+		return err
+	}
 	for k, out := range s.proj.out {
 		if out < 0 {
 			continue
 		}
-		if err := s.cols[out].fill(ch, out, ls.rec.Column(k), ls.off, n); err != nil {
+		if err := s.cols[out].put(&ls.ws, ch, raw, out, ls.rec.Column(k), ls.off, n); err != nil {
 			ls.close()
 			return fmt.Errorf("sopsql: object %s, column %q: %w", s.r.ID(), s.cols[out].name, err)
 		}
 	}
 	ls.off += n
 	return ch.SetSize(n)
+}
+
+// put writes the elements [off, off+n) of arr as rows 0..n-1 of column
+// col of the chunk: through the bulk path if the column has one.
+func (c *column) put(ws *writeState, ch duckdb.DataChunk, raw rawView, col int, arr arrow.Array, off, n int) error {
+	if c.write == nil {
+		return c.fill(ch, col, arr, off, n)
+	}
+	v, err := raw.vector(col)
+	if err != nil {
+		return err
+	}
+	return c.write(ws, v, arr, off, n)
 }
 
 // project works out, from the first output chunk, which columns DuckDB wants
