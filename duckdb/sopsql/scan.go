@@ -97,9 +97,10 @@ const (
 // vector for strings, child vectors for lists and structs; maps and
 // dictionaries of other values than strings go value by value.
 //
-// Nothing comes from footer metadata: sop_scan reports no cardinality and no
-// statistics to DuckDB, so every count, min, max and filter is computed
-// from the rows it produces.
+// Nothing comes from footer metadata: sop_scan reports no statistics to
+// DuckDB, and the footer's row count only as the planner's estimate (see
+// Cardinality), so every count, min, max and filter is computed from the
+// rows it produces.
 //
 //	sop_verify('<storage_id>')
 //
@@ -254,10 +255,27 @@ func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo {
 	return infos
 }
 
-// Cardinality returns nil: the only row counts an object states are footer
-// metadata, which are not answers (Section 11.10), and DuckDB may answer a
-// count(*) from an exact cardinality.
-func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return nil }
+// Cardinality gives DuckDB's planner the row count the footer states for
+// the row groups the scan reads (reader.Reader.FooterRowCount): a planning
+// hint (the join order: the larger side is probed, not built), never an
+// answer (Section 11.10). DuckDB 1.5.6's C API takes it in
+// duckdb_bind_set_cardinality(n, is_exact), where is_exact = true sets the
+// estimate only (NodeStatistics(n)), and is_exact = false sets the
+// estimate and a maximum (NodeStatistics(n, n)) that lets the statistics
+// optimizer pick an int64 state for sum that overflows if the maximum is
+// wrong: hence Exact: true, the estimate alone (DuckDB's main branch swaps
+// the two, commit 90cb1904; TestLyingFooterSum catches the swap). DuckDB
+// answers no count(*) from it: the rows are still read and counted. A scan
+// that succeeds returned exactly this many rows (the reader checks each
+// row group's pages against the footer), so the hint misleads nobody; a
+// footer that lies fails the scan.
+func (s *scanSource) Cardinality() *duckdb.CardinalityInfo {
+	n, err := s.r.FooterRowCount(s.rowGroups...)
+	if err != nil || len(s.rowGroups) == 0 {
+		return nil
+	}
+	return &duckdb.CardinalityInfo{Cardinality: uint(n), Exact: true}
+}
 
 func (s *scanSource) Init() duckdb.ParallelTableSourceInfo {
 	return duckdb.ParallelTableSourceInfo{MaxThreads: max(1, len(s.rowGroups))}
@@ -406,118 +424,3 @@ func (ls *scanLocal) close() {
 	ls.scan.release()
 	ls.rec, ls.off = nil, 0
 }
-
-func (fn *functions) bindVerify(ctx context.Context, _ map[string]any, args ...any) (_ duckdb.RowTableSource, err error) {
-	sink := sinkFrom(ctx)
-	defer func() { sink.add(err) }()
-	if len(args) != 1 {
-		return nil, fmt.Errorf("%w: %d arguments", ErrArgument, len(args))
-	}
-	r, err := fn.open(ctx, args[0])
-	if err != nil {
-		return nil, err
-	}
-	// The whole object is checked here, at bind time, so that a failure
-	// fails the query before it starts.
-	if err := r.Verify(ctx); err != nil {
-		return nil, fmt.Errorf("sopsql: verifying %s: %w", r.ID(), err)
-	}
-	if !r.Verified() {
-		return nil, fmt.Errorf("sopsql: internal error: %s not verified after Verify", r.ID())
-	}
-	return &verifySource{r: r}, nil
-}
-
-// verifySource is the one row of sop_verify.
-type verifySource struct {
-	r    *reader.Reader
-	done bool
-}
-
-func (v *verifySource) ColumnInfos() []duckdb.ColumnInfo {
-	return []duckdb.ColumnInfo{
-		{Name: "storage_id", T: typeInfo(duckdb.TYPE_VARCHAR)},
-		{Name: "size", T: typeInfo(duckdb.TYPE_BIGINT)},
-		{Name: "verified", T: typeInfo(duckdb.TYPE_BOOLEAN)},
-	}
-}
-
-func (v *verifySource) Cardinality() *duckdb.CardinalityInfo {
-	return &duckdb.CardinalityInfo{Cardinality: 1, Exact: true}
-}
-
-func (v *verifySource) Init() {}
-
-func (v *verifySource) FillRow(row duckdb.Row) (bool, error) {
-	if v.done {
-		return false, nil
-	}
-	v.done = true
-	for i, val := range []any{v.r.ID().String(), v.r.Size(), v.r.Verified()} {
-		if err := duckdb.SetRowValue(row, i, val); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// errSink collects the errors the table functions return during one query.
-type errSink struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-type sinkKey struct{}
-
-func sinkFrom(ctx context.Context) *errSink {
-	s, _ := ctx.Value(sinkKey{}).(*errSink)
-	return s
-}
-
-func (s *errSink) add(err error) {
-	if s == nil || err == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.errs) < 8 && !slices.ContainsFunc(s.errs, func(e error) bool { return e.Error() == err.Error() }) {
-		s.errs = append(s.errs, err)
-	}
-}
-
-func (s *errSink) get() []error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.errs)
-}
-
-// TrackErrors returns a context to run a query under through database/sql,
-// and a function that turns the query's error into a *QueryError carrying
-// the Go errors sop_scan and sop_verify returned under that context, so
-// that errors.Is(err, verify.ErrVerify) works. DuckDB passes a table
-// function's error to the driver as text only. The function returns nil for
-// a nil error.
-func TrackErrors(ctx context.Context) (context.Context, func(error) error) {
-	sink := &errSink{}
-	return context.WithValue(ctx, sinkKey{}, sink), func(err error) error {
-		if err == nil {
-			return nil
-		}
-		return &QueryError{Err: err, Cause: sink.get()}
-	}
-}
-
-// A QueryError is a failed query: Err as the driver reported it, and the
-// errors the table functions returned (in the order they happened), which
-// DuckDB passed on as text only.
-type QueryError struct {
-	Err   error
-	Cause []error
-}
-
-func (e *QueryError) Error() string { return e.Err.Error() }
-
-// Unwrap returns Err and the causes, for errors.Is and errors.As.
-func (e *QueryError) Unwrap() []error { return append([]error{e.Err}, e.Cause...) }
-
-var _ interface{ Unwrap() []error } = (*QueryError)(nil)
