@@ -123,6 +123,10 @@ func newConv(dt arrow.DataType) (conv, error) {
 		return prim[*array.FixedSizeBinary](duckdb.TYPE_BLOB, same[[]byte]), nil
 	case *arrow.Decimal128Type:
 		return decimalConv(dt)
+	case *arrow.Decimal32Type:
+		return narrowDecimalConv[*array.Decimal32](dt.Precision, dt.Scale)
+	case *arrow.Decimal64Type:
+		return narrowDecimalConv[*array.Decimal64](dt.Precision, dt.Scale)
 	case *arrow.Decimal256Type:
 		if dt.Precision <= 38 {
 			break // pqarrow reads these as decimal128; read_parquet as DECIMAL

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/duckdb/duckdb-go/v2/mapping"
@@ -78,6 +79,10 @@ func fixedWriter(dt arrow.DataType) vecWriter {
 		return copyWriter[int64]
 	case *arrow.Decimal128Type:
 		return decimal128Writer(dt)
+	case *arrow.Decimal32Type:
+		return narrowDecimalWriter[decimal.Decimal32](dt.Precision, dt.Scale)
+	case *arrow.Decimal64Type:
+		return narrowDecimalWriter[decimal.Decimal64](dt.Precision, dt.Scale)
 	case *arrow.NullType:
 		return func(_ *writeState, v mapping.Vector, arr arrow.Array, off, n int) error {
 			_, _, err := writeValidity(v, arr, off, n)
@@ -219,6 +224,41 @@ func decimal128Writer(dt *arrow.Decimal128Type) vecWriter {
 		return loopWriter(narrow128[int32](p))
 	}
 	return loopWriter(narrow128[int64](p))
+}
+
+// narrowDecimalWriter writes the decimal32 or decimal64 values of
+// precision p (a scan WithNarrowDecimals) in DuckDB's internal integer.
+func narrowDecimalWriter[V decimal.Decimal32 | decimal.Decimal64](p, s int32) vecWriter {
+	if p < 1 || p > 18 || s < 0 || s > p {
+		return nil
+	}
+	switch {
+	case p <= 4:
+		check := narrowInt[int16](p)
+		return loopWriter(func(v V) (int16, error) { return check(int64(v)) })
+	case p <= 9:
+		check := narrowInt[int32](p)
+		return loopWriter(func(v V) (int32, error) { return check(int64(v)) })
+	}
+	check := narrowInt[int64](p)
+	return loopWriter(func(v V) (int64, error) { return check(int64(v)) })
+}
+
+// narrowInt returns the conversion of an unscaled decimal value of
+// precision p <= 18 to DuckDB's internal integer T, refusing a value of
+// more digits.
+func narrowInt[T decimalInt](p int32) func(int64) (T, error) {
+	limit := pow10(p)
+	return func(v int64) (T, error) {
+		abs := uint64(v)
+		if v < 0 {
+			abs = -abs
+		}
+		if abs >= limit {
+			return 0, fmt.Errorf("%w: %d has more than %d digits", ErrData, v, p)
+		}
+		return T(v), nil
+	}
 }
 
 // narrow128 returns the conversion of a decimal128 of precision p <= 18

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
@@ -175,12 +176,17 @@ func withNulls(arr arrow.Array, r *rand.Rand) arrow.Array {
 func TestBulkMatchesValuePath(t *testing.T) {
 	t.Parallel()
 	const rows = 6000
-	schemas := map[string]*arrow.Schema{"all": testtables.AllTypes(), "arrow": testtables.ArrowTypes(), "extra": testtables.ExtraTypes()}
+	schemas := map[string]*arrow.Schema{"all": testtables.AllTypes(), "arrow": testtables.ArrowTypes(), "extra": testtables.ExtraTypes(), "narrow": nil}
 	for name, schema := range schemas {
 		for _, nulls := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/nulls=%v", name, nulls), func(t *testing.T) {
 				t.Parallel()
-				rec := testtables.Record(schema, rows+64, 3)
+				var rec arrow.RecordBatch
+				if schema == nil {
+					rec = narrowDecimals(rows + 64)
+				} else {
+					rec = testtables.Record(schema, rows+64, 3)
+				}
 				defer rec.Release()
 				r := rand.New(rand.NewPCG(11, uint64(len(name))))
 				arrs := make([]arrow.Array, rec.NumCols())
@@ -194,7 +200,7 @@ func TestBulkMatchesValuePath(t *testing.T) {
 					}
 					defer arrs[i].Release()
 				}
-				p, query := registerPairs(t, schema.Fields(), arrs, 5)
+				p, query := registerPairs(t, rec.Schema().Fields(), arrs, 5)
 				if p.bulk < len(p.cols)-2 {
 					t.Errorf("only %d of %d columns have a bulk writer", p.bulk, len(p.cols))
 				}
@@ -283,6 +289,9 @@ func TestBulkEdges(t *testing.T) {
 		{decimals(mem, 4, decimal128.FromI64(9999), decimal128.FromI64(10000)), mapping.CreateDecimalType(4, 0), "more than 4 digits"},
 		{decimals(mem, 12, decimal128.FromI64(-999_999_999_999), decimal128.FromI64(-1_000_000_000_000)), mapping.CreateDecimalType(12, 0), "more than 12 digits"},
 		{decimals(mem, 30, decimal128.GetScaleMultiplier(30).Sub(decimal128.FromI64(1)).Negate(), decimal128.GetScaleMultiplier(30).Negate()), mapping.CreateDecimalType(30, 0), "more than 30 digits"},
+		{narrowArray(&arrow.Decimal64Type{Precision: 15, Scale: 2}, -999_999_999_999_999, 1_000_000_000_000_000), mapping.CreateDecimalType(15, 2), "more than 15 digits"},
+		{narrowArray(&arrow.Decimal64Type{Precision: 4, Scale: 0}, 9999, -10000), mapping.CreateDecimalType(4, 0), "more than 4 digits"},
+		{narrowArray(&arrow.Decimal32Type{Precision: 9, Scale: 0}, 999_999_999, 1_000_000_000), mapping.CreateDecimalType(9, 0), "more than 9 digits"},
 	} {
 		cols, err := columns(arrow.NewSchema([]arrow.Field{{Name: "c", Type: c.arr.DataType(), Nullable: true}}, nil))
 		if err != nil {
@@ -337,4 +346,59 @@ func TestTimeAsReadParquet(t *testing.T) {
 		t.Fatalf("read_parquet: %v: the test assumes it keeps a time beyond a day", want)
 	}
 	compareRows(t, "sop_scan", want, ducktest.MustQuery(t, openDB(t, st, st).SQL(), q+sopScan(id)))
+}
+
+// narrowDecimals returns n rows of decimal32 and decimal64 columns (a scan
+// WithNarrowDecimals) of every precision class, extremes included.
+func narrowDecimals(n int) arrow.RecordBatch {
+	types := []arrow.DataType{
+		&arrow.Decimal32Type{Precision: 1, Scale: 0}, &arrow.Decimal32Type{Precision: 4, Scale: 1},
+		&arrow.Decimal32Type{Precision: 9, Scale: 2}, &arrow.Decimal64Type{Precision: 3, Scale: 3},
+		&arrow.Decimal64Type{Precision: 9, Scale: 0}, &arrow.Decimal64Type{Precision: 15, Scale: 2},
+		&arrow.Decimal64Type{Precision: 18, Scale: 9},
+	}
+	fields := make([]arrow.Field, len(types))
+	for i, dt := range types {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("d%d", i), Type: dt, Nullable: true}
+	}
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), arrow.NewSchema(fields, nil))
+	defer b.Release()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i, dt := range types {
+		limit := int64(pow10(dt.(arrow.DecimalType).GetPrecision()))
+		for row := range n {
+			v := r.Int64N(2*limit-1) - (limit - 1)
+			switch {
+			case row%17 == 3:
+				b.Field(i).AppendNull()
+				continue
+			case row%101 == 5:
+				v = limit - 1
+			case row%101 == 6:
+				v = 1 - limit
+			}
+			switch fb := b.Field(i).(type) {
+			case *array.Decimal32Builder:
+				fb.Append(decimal.Decimal32(v))
+			case *array.Decimal64Builder:
+				fb.Append(decimal.Decimal64(v))
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// narrowArray returns a decimal32 or decimal64 array of vs.
+func narrowArray(dt arrow.DataType, vs ...int64) arrow.Array {
+	b := array.NewBuilder(memory.NewGoAllocator(), dt)
+	defer b.Release()
+	for _, v := range vs {
+		switch b := b.(type) {
+		case *array.Decimal32Builder:
+			b.Append(decimal.Decimal32(v))
+		case *array.Decimal64Builder:
+			b.Append(decimal.Decimal64(v))
+		}
+	}
+	return b.NewArray()
 }
