@@ -232,16 +232,37 @@ func narrowDecimalWriter[V decimal.Decimal32 | decimal.Decimal64](p, s int32) ve
 	if p < 1 || p > 18 || s < 0 || s > p {
 		return nil
 	}
+	var z V
+	_, wide := any(z).(decimal.Decimal64)
 	switch {
 	case p <= 4:
 		check := narrowInt[int16](p)
 		return loopWriter(func(v V) (int16, error) { return check(int64(v)) })
-	case p <= 9:
+	case p <= 9 && wide:
 		check := narrowInt[int32](p)
 		return loopWriter(func(v V) (int32, error) { return check(int64(v)) })
 	}
-	check := narrowInt[int64](p)
-	return loopWriter(func(v V) (int64, error) { return check(int64(v)) })
+	// DuckDB's internal integer is V's: one copy, then one loop that
+	// checks the digits.
+	limit := pow10(p)
+	return func(_ *writeState, v mapping.Vector, arr arrow.Array, off, n int) error {
+		src, err := values[V](arr, off, n)
+		if err != nil {
+			return err
+		}
+		mask, nulls, err := writeValidity(v, arr, off, n)
+		if err != nil {
+			return err
+		}
+		copy(vecData[V](v, n), src)
+		for i, x := range src {
+			// |x| < limit, with x + limit - 1 in [0, 2 limit - 2] as a uint64.
+			if uint64(int64(x))+(limit-1) > 2*(limit-1) && (!nulls || valid(mask, i)) {
+				return fmt.Errorf("%w: %d has more than %d digits", ErrData, int64(x), p)
+			}
+		}
+		return nil
+	}
 }
 
 // narrowInt returns the conversion of an unscaled decimal value of
