@@ -2,7 +2,6 @@ package reader_test
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -46,15 +45,11 @@ func TestNarrowDecimals(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
+	defer tbl.Release()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(parquet.WithStoreDecimalAsInteger(true)), pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	props := parquet.NewWriterProperties(parquet.WithStoreDecimalAsInteger(true))
+	if err := pqarrow.WriteTable(tbl, &buf, rows, props, pqarrow.NewArrowWriterProperties()); err != nil {
 		t.Fatal(err)
 	}
 	r := sealBytes(t, buf.Bytes())
@@ -71,55 +66,22 @@ func TestNarrowDecimals(t *testing.T) {
 	if r.Schema().Field(1).Type.ID() != arrow.DECIMAL128 {
 		t.Fatalf("Schema changed: %s", r.Schema())
 	}
-	read := func(opts ...reader.ScanOption) arrow.Table {
-		rr, err := r.Scan(context.Background(), opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rr.Release()
-		var recs []arrow.RecordBatch
-		for rr.Next() {
-			rec := rr.RecordBatch()
-			rec.Retain()
-			recs = append(recs, rec)
-		}
-		if rr.Err() != nil {
-			t.Fatal(rr.Err())
-		}
-		return array.NewTableFromRecords(rr.Schema(), recs)
-	}
-	wide, thin := read(), read(reader.WithNarrowDecimals(), reader.WithBatchSize(700))
-	defer wide.Release()
-	defer thin.Release()
-	if !thin.Schema().Equal(narrow) || !wide.Schema().Equal(r.Schema()) {
-		t.Fatalf("scan schemas %s and %s, want %s and %s", thin.Schema(), wide.Schema(), narrow, r.Schema())
-	}
-	if thin.NumRows() != rows || wide.NumRows() != rows {
-		t.Fatalf("%d and %d rows, want %d", thin.NumRows(), wide.NumRows(), rows)
-	}
+	wide, thin := readAll(t, r), readAll(t, r, reader.WithNarrowDecimals(), reader.WithBatchSize(700))
 	for c := range 4 {
-		var nw, nt []string
-		for _, ch := range wide.Column(c).Data().Chunks() {
-			for i := range ch.Len() {
-				nw = append(nw, ch.ValueStr(i))
-			}
+		if !arrow.TypeEqual(thin[c].DataType(), narrow.Field(c).Type) || !arrow.TypeEqual(wide[c].DataType(), r.Schema().Field(c).Type) {
+			t.Errorf("column %d: scans of %s and %s, want %s and %s", c, thin[c].DataType(), wide[c].DataType(), narrow.Field(c).Type, r.Schema().Field(c).Type)
 		}
-		for _, ch := range thin.Column(c).Data().Chunks() {
-			for i := range ch.Len() {
-				nt = append(nt, ch.ValueStr(i))
-			}
+		if thin[c].Len() != rows || wide[c].Len() != rows {
+			t.Fatalf("column %d: %d and %d rows, want %d", c, thin[c].Len(), wide[c].Len(), rows)
 		}
-		if len(nw) != rows || len(nt) != rows {
-			t.Fatalf("column %d: %d and %d values", c, len(nw), len(nt))
-		}
-		for i := range nw {
-			if nw[i] != nt[i] {
-				t.Fatalf("column %d row %d: narrow %s, wide %s", c, i, nt[i], nw[i])
+		for i := range rows {
+			if w, n := wide[c].ValueStr(i), thin[c].ValueStr(i); w != n {
+				t.Fatalf("column %d row %d: narrow %s, wide %s", c, i, n, w)
 			}
 		}
 	}
 	// The values as written, nulls included.
-	col := thin.Column(1).Data().Chunk(0).(*array.Decimal64)
+	col := thin[1].(*array.Decimal64)
 	if col.IsNull(0) || int64(col.Value(0)) != -5000 || int64(col.Value(1)) != 37-5000 || !col.IsNull(10) {
 		t.Errorf("d15 rows 0, 1, 10: %s %s %s", col.ValueStr(0), col.ValueStr(1), col.ValueStr(10))
 	}

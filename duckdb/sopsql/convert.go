@@ -40,21 +40,7 @@ func decimalConv(dt *arrow.Decimal128Type) (conv, error) {
 			return b, nil
 		}), nil
 	}
-	limit := uint64(1)
-	for range p {
-		limit *= 10
-	}
-	return primInfo[*array.Decimal128](info, func(v decimal128.Num) (int64, error) {
-		lo := int64(v.LowBits())
-		abs := uint64(lo)
-		if lo < 0 {
-			abs = -abs
-		}
-		if v.HighBits() != lo>>63 || abs >= limit {
-			return 0, fmt.Errorf("%w: %s has more than %d digits", ErrData, v.BigInt(), p)
-		}
-		return lo, nil
-	}), nil
+	return primInfo[*array.Decimal128](info, narrow128[int64](p)), nil
 }
 
 // narrowDecimalConv converts the decimal32 and decimal64 arrays of a scan

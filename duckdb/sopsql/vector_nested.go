@@ -71,11 +71,8 @@ func listWriter(elem vecWriter) vecWriter {
 		if !ok || off < 0 || off+n > a.Len() {
 			return mismatch(arr)
 		}
-		if n == 0 {
-			return nil
-		}
 		mask, nulls, err := writeValidity(v, arr, off, n)
-		if err != nil {
+		if err != nil || n == 0 {
 			return err
 		}
 		child := a.ListValues()
@@ -112,11 +109,8 @@ func structWriter(fields []vecWriter) vecWriter {
 		if !ok || a.NumField() != len(fields) || off < 0 || off+n > a.Len() {
 			return mismatch(arr)
 		}
-		if n == 0 {
-			return nil
-		}
 		mask, nulls, err := writeValidity(v, arr, off, n)
-		if err != nil {
+		if err != nil || n == 0 {
 			return err
 		}
 		for f, w := range fields {
