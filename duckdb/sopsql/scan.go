@@ -89,8 +89,8 @@ const (
 // ErrType. A value its DuckDB type cannot hold (a decimal with more digits
 // than its precision, a timestamp in seconds beyond the microsecond range,
 // a VARCHAR that is not UTF-8, a map with two equal keys) fails the query
-// with ErrData: sop_scan never wraps or drops a value. A TIME keeps its
-// microseconds as read_parquet does, even beyond a day.
+// with ErrData: sop_scan never wraps or drops a value. (A TIME beyond a
+// day reads as its time of day, where read_parquet keeps it whole.)
 //
 // Columns go into DuckDB's vectors in bulk (vector.go): a copy or one loop
 // per vector for fixed-width values and validity masks, one cgo call per

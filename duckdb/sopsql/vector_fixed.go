@@ -65,14 +65,12 @@ func fixedWriter(dt arrow.DataType) vecWriter {
 		if dt.Unit == arrow.Second {
 			mul = 1_000_000
 		}
-		// As read_parquet writes them: microseconds, not reduced to a
-		// day (duckdb-go's TIME setter would reduce them).
-		return loopWriter(func(v arrow.Time32) (int64, error) { return int64(v) * mul, nil })
+		return loopWriter(func(v arrow.Time32) (int64, error) { return timeOfDay(int64(v) * mul), nil })
 	case *arrow.Time64Type:
 		if dt.Unit != arrow.Microsecond {
 			return nil
 		}
-		return copyWriter[int64]
+		return loopWriter(func(v arrow.Time64) (int64, error) { return timeOfDay(int64(v)), nil })
 	case *arrow.TimestampType:
 		return timestampWriter(dt)
 	case *arrow.DurationType:
@@ -151,6 +149,15 @@ func boolWriter(_ *writeState, v mapping.Vector, arr arrow.Array, off, n int) er
 	_, _, err := writeValidity(v, arr, off, n)
 	return err
 }
+
+// dayMicros is a day in microseconds.
+const dayMicros = 86_400_000_000
+
+// timeOfDay reduces us to a time of day, as duckdb-go's TIME setter (the
+// value-by-value path) does: a TIME beyond a day, which read_parquet keeps
+// and DuckDB 1.5.6 then fails to cast to text (an internal error), reads
+// as its time of day.
+func timeOfDay(us int64) int64 { return (us%dayMicros + dayMicros) % dayMicros }
 
 // The bounds duckdb-go puts on TIMESTAMP (years -290307 to 294246) and
 // TIMESTAMP_NS (from 1678) values, which the value-by-value path meets.

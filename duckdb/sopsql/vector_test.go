@@ -209,12 +209,6 @@ func TestBulkMatchesValuePath(t *testing.T) {
 				}
 				for k, c := range p.cols {
 					differ := fmt.Sprintf("b%d IS DISTINCT FROM v%d", k, k)
-					if id := c.dt.ID(); id == arrow.TIME32 || id == arrow.TIME64 {
-						// The value path reduces a time to a day (duckdb-go's
-						// TIME setter); the bulk path keeps read_parquet's
-						// microseconds (TestTimeAsReadParquet).
-						differ = fmt.Sprintf("((epoch_us(b%d) %% 86400000000) + 86400000000) %% 86400000000 IS DISTINCT FROM epoch_us(v%d)", k, k)
-					}
 					got := query(fmt.Sprintf("SELECT count(*) FILTER (WHERE %s), count(b%d), count(v%d) FROM pairs()", differ, k, k))
 					if got[0][0] != int64(0) {
 						ex := query(fmt.Sprintf("SELECT b%d::VARCHAR, v%d::VARCHAR FROM pairs() WHERE %s LIMIT 3", k, k, differ))
@@ -319,33 +313,6 @@ func decimals(mem memory.Allocator, p int32, vs ...decimal128.Num) arrow.Array {
 	defer b.Release()
 	b.AppendValues(vs, nil)
 	return b.NewArray()
-}
-
-// TestTimeAsReadParquet: a TIME beyond a day, or before midnight, reads as
-// read_parquet reads it, its microseconds unchanged (the value-by-value
-// path reduced it to a time of day through duckdb-go's TIME setter, a
-// silent change of the value).
-func TestTimeAsReadParquet(t *testing.T) {
-	t.Parallel()
-	mem := memory.NewGoAllocator()
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "ms", Type: arrow.FixedWidthTypes.Time32ms, Nullable: true, Metadata: testtables.FieldID(1)},
-		{Name: "us", Type: arrow.FixedWidthTypes.Time64us, Nullable: true, Metadata: testtables.FieldID(2)},
-	}, nil)
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	b.Field(0).(*array.Time32Builder).AppendValues([]arrow.Time32{0, 86_399_999, 86_400_000, 500_653_080, -1}, nil)
-	b.Field(1).(*array.Time64Builder).AppendValues([]arrow.Time64{0, 86_399_999_999, 86_400_000_000, 500_653_080_000, -1}, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	st := ducktest.NewStore(t)
-	id := st.Write(t, schema, []arrow.RecordBatch{rec}).StorageID
-	q := "SELECT epoch_us(ms), epoch_us(us) FROM "
-	want := ducktest.MustQuery(t, openNative(t, 1), q+nativeScan(st, id))
-	if want[3][0] != int64(500_653_080_000) {
-		t.Fatalf("read_parquet: %v: the test assumes it keeps a time beyond a day", want)
-	}
-	compareRows(t, "sop_scan", want, ducktest.MustQuery(t, openDB(t, st, st).SQL(), q+sopScan(id)))
 }
 
 // narrowDecimals returns n rows of decimal32 and decimal64 columns (a scan
