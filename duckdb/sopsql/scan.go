@@ -94,7 +94,7 @@ const (
 //
 // Columns go into DuckDB's vectors in bulk (vector.go): a copy or one loop
 // per vector for fixed-width values and validity masks, one cgo call per
-// vector for strings, child vectors for lists and structs; maps and
+// vector for strings, child vectors for lists, structs and maps;
 // dictionaries of other values than strings go value by value.
 //
 // Nothing comes from footer metadata: sop_scan reports no statistics to

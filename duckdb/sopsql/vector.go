@@ -13,15 +13,15 @@ import (
 // writer fills a whole vector of a chunk with the elements of an Arrow
 // array, its validity mask with one copy, fixed-width values with one copy
 // or one tight loop over the memory duckdb_vector_get_data returns, strings
-// with one cgo call per vector (vector_string.go), lists and structs
+// with one cgo call per vector (vector_string.go), lists, structs and maps
 // through their child vectors (vector_nested.go). Go writes into memory
 // DuckDB owns; no Go pointer is kept by C.
 //
 // A writer writes exactly what the value-by-value path of types.go and
 // convert.go writes (the tests compare the two on every type), and refuses
 // what it refuses: a value its DuckDB type cannot hold fails with ErrData.
-// Types without a writer (maps, dictionaries of other values than strings
-// and binaries, and what nests them) take that path.
+// Types without a writer (dictionaries of other values than strings and
+// binaries, list views, and what nests them) take that path.
 
 // writeState is a thread's scratch memory for the writers.
 type writeState struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/duckdb/duckdb-go/v2/mapping"
 )
@@ -77,6 +78,13 @@ func fixedWriter(dt arrow.DataType) vecWriter {
 		return copyWriter[int64]
 	case *arrow.Decimal128Type:
 		return decimal128Writer(dt)
+	case *arrow.Decimal256Type:
+		if dt.Precision <= 38 {
+			return nil // no DuckDB type (newConv)
+		}
+		// DOUBLE, as read_parquet reads it: the nearest double.
+		scale := dt.Scale
+		return loopWriter(func(v decimal256.Num) (float64, error) { return decimalToFloat(v.BigInt(), scale), nil })
 	case *arrow.Decimal32Type:
 		return narrowDecimalWriter[decimal.Decimal32](dt.Precision, dt.Scale)
 	case *arrow.Decimal64Type:

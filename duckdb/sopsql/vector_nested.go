@@ -8,7 +8,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 )
 
-// The writers of LIST and STRUCT vectors. A LIST vector is one
+// The writers of LIST, MAP and STRUCT vectors. A LIST vector is one
 // duckdb_list_entry {uint64 offset, length} per row and a child vector of
 // the elements; the rows of a chunk have their elements in the child from
 // 0 on, reserved (duckdb_list_vector_reserve, which may move the child's
@@ -16,15 +16,14 @@ import (
 // written. A STRUCT vector has no data, a child vector per field over the
 // same rows; a NULL struct has NULL fields (DuckDB's convention, which
 // Vector::SetValue and duckdb-go follow), whatever its Arrow children hold.
+// A MAP vector is a LIST of STRUCT(key, value).
 
 // nestedWriter returns the writer of a list or struct type whose elements
 // or fields all have writers, or nil.
 func nestedWriter(dt arrow.DataType) vecWriter {
 	switch dt := dt.(type) {
 	case *arrow.MapType:
-		// Maps take the value-by-value path, which refuses null and
-		// duplicate keys.
-		return nil
+		return mapWriter(dt)
 	case arrow.ListLikeType:
 		if dt.ID() == arrow.LIST_VIEW || dt.ID() == arrow.LARGE_LIST_VIEW {
 			return nil // offsets in any order: the value-by-value path
@@ -140,5 +139,52 @@ func nullChildren(v mapping.Vector, dt arrow.DataType, mask []uint64, n int) {
 		for f, fd := range st.Fields() {
 			nullChildren(mapping.StructVectorGetChild(v, mapping.IdxT(f)), fd.Type, mask, n)
 		}
+	}
+}
+
+// mapWriter writes maps as DuckDB's MAP, a list of (key, value) structs,
+// refusing, as the value-by-value path does, a null key and two equal keys
+// in one map (compared as the Go values duckdb-go would have been given).
+func mapWriter(dt *arrow.MapType) vecWriter {
+	keyConv, err := newConv(dt.KeyType())
+	if err != nil {
+		return nil
+	}
+	key, item := bulkWriter(dt.KeyType()), bulkWriter(dt.ItemType())
+	if key == nil || item == nil {
+		return nil
+	}
+	list := listWriter(structWriter([]vecWriter{key, item}))
+	return func(ws *writeState, v mapping.Vector, arr arrow.Array, off, n int) error {
+		a, ok := arr.(*array.Map)
+		if !ok || off < 0 || off+n > a.Len() {
+			return mismatch(arr)
+		}
+		keys := a.Keys()
+		seen := map[any]struct{}{}
+		for i := off; i < off+n; i++ {
+			if a.IsNull(i) {
+				continue
+			}
+			start, end := a.ValueOffsets(i)
+			if start < 0 || end < start || end > int64(keys.Len()) {
+				return fmt.Errorf("%w: map offsets [%d, %d) of %d keys", ErrData, start, end, keys.Len())
+			}
+			clear(seen)
+			for k := int(start); k < int(end); k++ {
+				if keys.IsNull(k) {
+					return fmt.Errorf("%w: null map key", ErrData)
+				}
+				kv, err := keyConv.value(keys, k)
+				if err != nil {
+					return err
+				}
+				if _, dup := seen[kv]; dup {
+					return fmt.Errorf("%w: duplicate map key %v", ErrData, kv)
+				}
+				seen[kv] = struct{}{}
+			}
+		}
+		return list(ws, v, arr, off, n)
 	}
 }
