@@ -49,12 +49,13 @@ func (r *Reader) fileReader(pf *file.Reader, props pqarrow.ArrowReadProperties, 
 }
 
 // scanSchema returns the schema of a scan whose record reader reads in
-// got: each field in the object's type (projected as got is).
-func (r *Reader) scanSchema(got *arrow.Schema) *arrow.Schema {
+// got: each field in its type in want, the object's schema or
+// NarrowDecimalSchema (projected as got is).
+func scanSchema(want, got *arrow.Schema) *arrow.Schema {
 	fields := make([]arrow.Field, got.NumFields())
 	for i, f := range got.Fields() {
-		if idx := r.schema.FieldIndices(f.Name); len(idx) == 1 {
-			f.Type = pqtypes.Retype(r.schema.Field(idx[0]).Type, f.Type)
+		if idx := want.FieldIndices(f.Name); len(idx) == 1 {
+			f.Type = pqtypes.Retype(want.Field(idx[0]).Type, f.Type)
 		}
 		fields[i] = f
 	}

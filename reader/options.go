@@ -57,6 +57,7 @@ type scanConfig struct {
 	batch     int64
 	memLimit  int64
 	maxValues int64
+	narrow    bool // WithNarrowDecimals
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs

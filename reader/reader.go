@@ -15,9 +15,10 @@
 // A projection verifies the footer and the chunks it reads, not the object.
 // Only Verify, which checks every byte, makes an object count as verified.
 //
-// Nothing here answers from footer metadata: the package offers no row
-// counts or statistics; counts come from the rows a Scan materialises
-// (Section 11.10).
+// Nothing here answers from footer metadata: the package offers no
+// statistics, and row counts only as FooterRowCount's planning hint, which
+// every Scan checks against the pages of the row groups it reads; counts
+// come from the rows a Scan materialises (Section 11.10).
 //
 // # A hostile producer
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/pqtypes"
 	"github.com/sovm/sop-pme/pme"
 )
 
@@ -86,10 +87,15 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 	// group's reader is built here, for the schema and to fail early.
 	var fr *pqarrow.FileReader
 	var rr pqarrow.RecordReader
+	want := r.schema // the scan's types
 	err = catch(ErrDecode, func() error {
 		var err error
 		if fr, _, err = r.fileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
 			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
+		}
+		if cfg.narrow {
+			want = arrow.NewSchema(r.narrowFields(), &r.kv)
+			pqtypes.ReadNarrow(fr.Manifest, want.Fields())
 		}
 		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
 			return fmt.Errorf("%w: %w", ErrDecode, err)
@@ -106,7 +112,7 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		return nil, err
 	}
 	f := startFetcher(ctx, view, r.grid, cols, rgs)
-	sr := &scanReader{rr: rr, schema: r.scanSchema(rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
+	sr := &scanReader{rr: rr, schema: scanSchema(want, rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
 		done: func() { cancel(); f.stop(); view.close() }}
 	sr.refs.Store(1)
 	return sr, nil

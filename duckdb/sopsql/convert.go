@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -39,21 +40,22 @@ func decimalConv(dt *arrow.Decimal128Type) (conv, error) {
 			return b, nil
 		}), nil
 	}
-	limit := uint64(1)
-	for range p {
-		limit *= 10
+	return primInfo[*array.Decimal128](info, narrow128[int64](p)), nil
+}
+
+// narrowDecimalConv converts the decimal32 and decimal64 arrays of a scan
+// WithNarrowDecimals (DECIMAL(p, s) up to 18 digits, which duckdb-go writes
+// from an int64), refusing a value of more digits than the precision.
+func narrowDecimalConv[A valueArray[V], V decimal.Decimal32 | decimal.Decimal64](p, s int32) (conv, error) {
+	if p < 1 || p > 18 || s < 0 || s > p {
+		return conv{}, fmt.Errorf("%w: decimal(%d, %d)", ErrType, p, s)
 	}
-	return primInfo[*array.Decimal128](info, func(v decimal128.Num) (int64, error) {
-		lo := int64(v.LowBits())
-		abs := uint64(lo)
-		if lo < 0 {
-			abs = -abs
-		}
-		if v.HighBits() != lo>>63 || abs >= limit {
-			return 0, fmt.Errorf("%w: %s has more than %d digits", ErrData, v.BigInt(), p)
-		}
-		return lo, nil
-	}), nil
+	info, err := duckdb.NewDecimalInfo(uint8(p), uint8(s))
+	if err != nil {
+		return conv{}, fmt.Errorf("%w: decimal(%d, %d): %v", ErrType, p, s, err)
+	}
+	check := narrowInt[int64](p)
+	return primInfo[A](info, func(v V) (int64, error) { return check(int64(v)) }), nil
 }
 
 // decimalToFloat returns the float64 nearest unscaled × 10^-scale.

@@ -25,8 +25,12 @@
 //   - Types: every column has the DuckDB type that read_parquet gives the same
 //     Parquet column (see [Register] for the list).
 //   - Nothing is answered from footer metadata: sop_scan gives DuckDB no
-//     cardinality and no statistics, so count(*), min, max and every filter
-//     are computed over the rows it produces (Section 11.10).
+//     statistics, and the footer's row count of the row groups it reads
+//     only as the planner's cardinality estimate, so count(*), min, max and
+//     every filter are computed over the rows it produces (Section 11.10).
+//   - Columns are written into DuckDB's vectors in bulk through the C API
+//     (duckdb_vector_get_data, duckdb_vector_get_validity; strings in one
+//     cgo call per vector), reached under duckdb-go's DataChunk.
 //   - A chunk that fails verification fails the query, with an error that
 //     matches [verify.ErrVerify] where it reaches Go through [DB.Query] or
 //     [TrackErrors], and no row of its row group reaches DuckDB.
@@ -37,6 +41,42 @@
 // tell DuckDB the order of its rows across threads. DuckDB keeps the order
 // of a plain SELECT by running it on one thread; where order matters under
 // parallel operators, use ORDER BY.
+//
+// # What DuckDB's C API lets a table function tell the planner
+//
+// DuckDB 1.5.6's C API (duckdb.h, "Table Functions") gives a table
+// function, through duckdb-go, exactly these: its columns, projection
+// pushdown (duckdb_table_function_supports_projection_pushdown, which
+// duckdb-go always turns on), a cardinality (duckdb_bind_set_cardinality),
+// a thread count and thread-local state. sop_scan uses them all.
+//
+//   - Cardinality: the footer's row count of the row groups read, a
+//     planning hint that orders joins (without it the planner takes a table
+//     function for ~1 row and hashes it, the large side, in a join) and
+//     releases no value. In 1.5.6 is_exact = true sets the estimate only,
+//     and is_exact = false an estimate and a maximum cardinality
+//     (table_function-c.cpp; swapped on DuckDB's main branch by commit
+//     90cb1904), which lets the statistics optimizer sum a CASE of
+//     constants in an int64 that wraps if the maximum is low: measured,
+//     -9123183826594430976 for a sum of 5·10^22 over 50,000 rows stated as
+//     1. sop_scan passes the estimate only (TestCardinalityIsAnEstimate),
+//     DuckDB never answers count(*) from it, and the reader fails a row
+//     group whose pages hold another number of rows than its footer states
+//     (TestLyingFooterSum).
+//   - Filters: the C API has no filter pushdown. DuckDB hands its
+//     TableFilterSet to the C init info, but no C function reads it, and
+//     filter_pushdown stays false: a FILTER operator above sop_scan
+//     evaluates every predicate on the decoded rows (EXPLAIN shows it), as
+//     Section 11.10 wants; no row group is skipped, by statistics or
+//     otherwise.
+//   - Statistics (min, max, null counts per column), complex-filter and
+//     sampling pushdown, late materialization, partitions, batch indices
+//     and ordering: not in the C API (DuckDB's C++ TableFunction has them;
+//     duckdb_create_table_function sets only the cardinality callback), and
+//     sop_scan would give no statistics anyway.
+//   - Without batch indices DuckDB keeps the order of a plain SELECT by
+//     running it on one thread; SET preserve_insertion_order = false lets
+//     an export run on every thread. Aggregates run in parallel either way.
 //
 // # Using it
 //

@@ -16,6 +16,7 @@ type config struct {
 	dsn         string
 	threads     int
 	memoryLimit int64
+	valuePath   bool // write every value through duckdb-go, for the tests' reference
 }
 
 type view struct {

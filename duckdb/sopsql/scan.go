@@ -88,12 +88,19 @@ const (
 // cannot write; a map with BLOB or nested keys) fails the bind with
 // ErrType. A value its DuckDB type cannot hold (a decimal with more digits
 // than its precision, a timestamp in seconds beyond the microsecond range,
-// a map with two equal keys) fails the query with ErrData: sop_scan never
-// wraps or drops a value.
+// a VARCHAR that is not UTF-8, a map with two equal keys) fails the query
+// with ErrData: sop_scan never wraps or drops a value. (A TIME beyond a
+// day reads as its time of day, where read_parquet keeps it whole.)
 //
-// Nothing comes from footer metadata: sop_scan reports no cardinality and no
-// statistics to DuckDB, so every count, min, max and filter is computed
-// from the rows it produces.
+// Columns go into DuckDB's vectors in bulk (vector.go): a copy or one loop
+// per vector for fixed-width values and validity masks, one cgo call per
+// vector for strings, child vectors for lists, structs and maps;
+// dictionaries of other values than strings go value by value.
+//
+// Nothing comes from footer metadata: sop_scan reports no statistics to
+// DuckDB, and the footer's row count only as the planner's estimate (see
+// Cardinality), so every count, min, max and filter is computed from the
+// rows it produces.
 //
 //	sop_verify('<storage_id>')
 //
@@ -114,7 +121,7 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 	if err != nil {
 		return err
 	}
-	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts}
+	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath}
 	varchar := typeInfo(duckdb.TYPE_VARCHAR)
 	scan := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
@@ -158,6 +165,7 @@ type functions struct {
 	src        verify.Source
 	keys       reader.KeyResolver
 	readerOpts []reader.Option
+	valuePath  bool
 }
 
 func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ...any) (_ duckdb.ParallelChunkTableSource, err error) {
@@ -173,11 +181,19 @@ func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ..
 		return nil, err
 	}
 	s := &scanSource{ctx: ctx, r: r, sink: sink, batch: p.batch}
-	if s.cols, err = columns(r.Schema()); err != nil {
+	// Decimals stored as INT32 or INT64 are read as such (decimal32 and
+	// decimal64), not widened into decimal128 by arrow-go only to be
+	// narrowed again into DuckDB's int16, int32 or int64.
+	if s.cols, err = columns(r.NarrowDecimalSchema()); err != nil {
 		return nil, fmt.Errorf("sopsql: object %s: %w", r.ID(), err)
 	}
 	if len(s.cols) == 0 {
 		return nil, fmt.Errorf("%w: object %s has no columns", ErrType, r.ID())
+	}
+	if fn.valuePath {
+		for i := range s.cols {
+			s.cols[i].write = nil
+		}
 	}
 	if s.rowGroups, err = p.rowGroupList(r.NumRowGroups()); err != nil {
 		return nil, err
@@ -215,6 +231,7 @@ type scanLocal struct {
 	scan *rowGroupScan
 	rec  arrow.RecordBatch
 	off  int // rows of rec already given to DuckDB
+	ws   writeState
 }
 
 // rowGroupScan holds the reader of the row group a thread reads. DuckDB
@@ -241,10 +258,27 @@ func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo {
 	return infos
 }
 
-// Cardinality returns nil: the only row counts an object states are footer
-// metadata, which are not answers (Section 11.10), and DuckDB may answer a
-// count(*) from an exact cardinality.
-func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return nil }
+// Cardinality gives DuckDB's planner the row count the footer states for
+// the row groups the scan reads (reader.Reader.FooterRowCount): a planning
+// hint (the join order: the larger side is probed, not built), never an
+// answer (Section 11.10). DuckDB 1.5.6's C API takes it in
+// duckdb_bind_set_cardinality(n, is_exact), where is_exact = true sets the
+// estimate only (NodeStatistics(n)), and is_exact = false sets the
+// estimate and a maximum (NodeStatistics(n, n)) that lets the statistics
+// optimizer pick an int64 state for sum that overflows if the maximum is
+// wrong: hence Exact: true, the estimate alone (DuckDB's main branch swaps
+// the two, commit 90cb1904; TestLyingFooterSum catches the swap). DuckDB
+// answers no count(*) from it: the rows are still read and counted. A scan
+// that succeeds returned exactly this many rows (the reader checks each
+// row group's pages against the footer), so the hint misleads nobody; a
+// footer that lies fails the scan.
+func (s *scanSource) Cardinality() *duckdb.CardinalityInfo {
+	n, err := s.r.FooterRowCount(s.rowGroups...)
+	if err != nil || len(s.rowGroups) == 0 {
+		return nil
+	}
+	return &duckdb.CardinalityInfo{Cardinality: uint(n), Exact: true}
+}
 
 func (s *scanSource) Init() duckdb.ParallelTableSourceInfo {
 	return duckdb.ParallelTableSourceInfo{MaxThreads: max(1, len(s.rowGroups))}
@@ -303,17 +337,35 @@ func (s *scanSource) FillChunk(state any, ch duckdb.DataChunk) (err error) {
 		}
 	}
 	n := min(int(ls.rec.NumRows())-ls.off, duckdb.GetDataChunkCapacity())
+	raw, err := rawChunk(&ch)
+	if err != nil {
+		ls.close()
+		return err
+	}
 	for k, out := range s.proj.out {
 		if out < 0 {
 			continue
 		}
-		if err := s.cols[out].fill(ch, out, ls.rec.Column(k), ls.off, n); err != nil {
+		if err := s.cols[out].put(&ls.ws, ch, raw, out, ls.rec.Column(k), ls.off, n); err != nil {
 			ls.close()
 			return fmt.Errorf("sopsql: object %s, column %q: %w", s.r.ID(), s.cols[out].name, err)
 		}
 	}
 	ls.off += n
 	return ch.SetSize(n)
+}
+
+// put writes the elements [off, off+n) of arr as rows 0..n-1 of column
+// col of the chunk: through the bulk path if the column has one.
+func (c *column) put(ws *writeState, ch duckdb.DataChunk, raw rawView, col int, arr arrow.Array, off, n int) error {
+	if c.write == nil {
+		return c.fill(ch, col, arr, off, n)
+	}
+	v, err := raw.vector(col)
+	if err != nil {
+		return err
+	}
+	return c.write(ws, v, arr, off, n)
 }
 
 // project works out, from the first output chunk, which columns DuckDB wants
@@ -330,7 +382,7 @@ func (s *scanSource) project(ch *duckdb.DataChunk) projection {
 		// DuckDB 1.5.6 asks for column 0 for a count(*); should a DuckDB
 		// ask for none, every column is read, and the rows counted
 		// (Section 11.10).
-		return projection{out: fill(len(s.cols), -1)}
+		return projection{opts: []reader.ScanOption{reader.WithNarrowDecimals()}, out: fill(len(s.cols), -1)}
 	}
 	ids := make([]int32, 0, len(want))
 	for _, i := range want {
@@ -341,12 +393,12 @@ func (s *scanSource) project(ch *duckdb.DataChunk) projection {
 			for _, i := range want {
 				out[i] = i
 			}
-			return projection{out: out}
+			return projection{opts: []reader.ScanOption{reader.WithNarrowDecimals()}, out: out}
 		}
 		ids = append(ids, s.cols[i].id)
 	}
 	// The reader returns the projected fields in schema order.
-	return projection{opts: []reader.ScanOption{reader.WithFields(ids...)}, out: want}
+	return projection{opts: []reader.ScanOption{reader.WithNarrowDecimals(), reader.WithFields(ids...)}, out: want}
 }
 
 func fill(n, v int) []int {
@@ -375,118 +427,3 @@ func (ls *scanLocal) close() {
 	ls.scan.release()
 	ls.rec, ls.off = nil, 0
 }
-
-func (fn *functions) bindVerify(ctx context.Context, _ map[string]any, args ...any) (_ duckdb.RowTableSource, err error) {
-	sink := sinkFrom(ctx)
-	defer func() { sink.add(err) }()
-	if len(args) != 1 {
-		return nil, fmt.Errorf("%w: %d arguments", ErrArgument, len(args))
-	}
-	r, err := fn.open(ctx, args[0])
-	if err != nil {
-		return nil, err
-	}
-	// The whole object is checked here, at bind time, so that a failure
-	// fails the query before it starts.
-	if err := r.Verify(ctx); err != nil {
-		return nil, fmt.Errorf("sopsql: verifying %s: %w", r.ID(), err)
-	}
-	if !r.Verified() {
-		return nil, fmt.Errorf("sopsql: internal error: %s not verified after Verify", r.ID())
-	}
-	return &verifySource{r: r}, nil
-}
-
-// verifySource is the one row of sop_verify.
-type verifySource struct {
-	r    *reader.Reader
-	done bool
-}
-
-func (v *verifySource) ColumnInfos() []duckdb.ColumnInfo {
-	return []duckdb.ColumnInfo{
-		{Name: "storage_id", T: typeInfo(duckdb.TYPE_VARCHAR)},
-		{Name: "size", T: typeInfo(duckdb.TYPE_BIGINT)},
-		{Name: "verified", T: typeInfo(duckdb.TYPE_BOOLEAN)},
-	}
-}
-
-func (v *verifySource) Cardinality() *duckdb.CardinalityInfo {
-	return &duckdb.CardinalityInfo{Cardinality: 1, Exact: true}
-}
-
-func (v *verifySource) Init() {}
-
-func (v *verifySource) FillRow(row duckdb.Row) (bool, error) {
-	if v.done {
-		return false, nil
-	}
-	v.done = true
-	for i, val := range []any{v.r.ID().String(), v.r.Size(), v.r.Verified()} {
-		if err := duckdb.SetRowValue(row, i, val); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// errSink collects the errors the table functions return during one query.
-type errSink struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-type sinkKey struct{}
-
-func sinkFrom(ctx context.Context) *errSink {
-	s, _ := ctx.Value(sinkKey{}).(*errSink)
-	return s
-}
-
-func (s *errSink) add(err error) {
-	if s == nil || err == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.errs) < 8 && !slices.ContainsFunc(s.errs, func(e error) bool { return e.Error() == err.Error() }) {
-		s.errs = append(s.errs, err)
-	}
-}
-
-func (s *errSink) get() []error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.errs)
-}
-
-// TrackErrors returns a context to run a query under through database/sql,
-// and a function that turns the query's error into a *QueryError carrying
-// the Go errors sop_scan and sop_verify returned under that context, so
-// that errors.Is(err, verify.ErrVerify) works. DuckDB passes a table
-// function's error to the driver as text only. The function returns nil for
-// a nil error.
-func TrackErrors(ctx context.Context) (context.Context, func(error) error) {
-	sink := &errSink{}
-	return context.WithValue(ctx, sinkKey{}, sink), func(err error) error {
-		if err == nil {
-			return nil
-		}
-		return &QueryError{Err: err, Cause: sink.get()}
-	}
-}
-
-// A QueryError is a failed query: Err as the driver reported it, and the
-// errors the table functions returned (in the order they happened), which
-// DuckDB passed on as text only.
-type QueryError struct {
-	Err   error
-	Cause []error
-}
-
-func (e *QueryError) Error() string { return e.Err.Error() }
-
-// Unwrap returns Err and the causes, for errors.Is and errors.As.
-func (e *QueryError) Unwrap() []error { return append([]error{e.Err}, e.Cause...) }
-
-var _ interface{ Unwrap() []error } = (*QueryError)(nil)

@@ -29,7 +29,8 @@ type column struct {
 	info  duckdb.TypeInfo
 	id    int32 // Parquet field ID, if hasID
 	hasID bool
-	fill  fillFunc
+	fill  fillFunc  // the value-by-value path
+	write vecWriter // the bulk path (vector.go), or nil
 }
 
 // fillFunc writes the elements [off, off+n) of arr as rows 0..n-1 of column
@@ -56,7 +57,7 @@ func columns(schema *arrow.Schema) ([]column, error) {
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", f.Name, err)
 		}
-		cols[i] = column{name: f.Name, dt: f.Type, info: c.info, fill: c.fill}
+		cols[i] = column{name: f.Name, dt: f.Type, info: c.info, fill: c.fill, write: bulkWriter(f.Type)}
 		// pqarrow gives a field without a field ID the ID -1.
 		if v, ok := f.Metadata.GetValue(writer.FieldIDKey); ok {
 			id, err := strconv.ParseInt(v, 10, 32)
@@ -122,6 +123,10 @@ func newConv(dt arrow.DataType) (conv, error) {
 		return prim[*array.FixedSizeBinary](duckdb.TYPE_BLOB, same[[]byte]), nil
 	case *arrow.Decimal128Type:
 		return decimalConv(dt)
+	case *arrow.Decimal32Type:
+		return narrowDecimalConv[*array.Decimal32](dt.Precision, dt.Scale)
+	case *arrow.Decimal64Type:
+		return narrowDecimalConv[*array.Decimal64](dt.Precision, dt.Scale)
 	case *arrow.Decimal256Type:
 		if dt.Precision <= 38 {
 			break // pqarrow reads these as decimal128; read_parquet as DECIMAL

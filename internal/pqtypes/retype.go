@@ -81,6 +81,16 @@ func Retype(want, got arrow.DataType) arrow.DataType {
 			return w
 		}
 		return got
+	case *arrow.Decimal32Type: // ReadNarrow's
+		if got.ID() == arrow.INT32 {
+			return w
+		}
+		return got
+	case *arrow.Decimal64Type:
+		if got.ID() == arrow.INT64 {
+			return w
+		}
+		return got
 	case arrow.ExtensionType:
 		if arrow.TypeEqual(w.StorageType(), got) || arrow.TypeEqual(readType(w.StorageType()), got) {
 			return w
