@@ -198,12 +198,11 @@ func queryNumber(name string) int {
 
 // importResult is what sop-pme import --json prints.
 type importResult struct {
-	StorageID    string `json:"storage_id"`
-	Size         uint64 `json:"size"`
-	UnpaddedSize uint64 `json:"unpadded_size"`
-	Rows         int64  `json:"rows"`
-	RowGroups    int    `json:"row_groups"`
-	Path         string `json:"path"`
+	StorageID string `json:"storage_id"`
+	Size      uint64 `json:"size"`
+	Rows      int64  `json:"rows"`
+	RowGroups int    `json:"row_groups"`
+	Path      string `json:"path"` // sealed or reencoded
 }
 
 // importTables imports each table with sop-pme import --assign-field-ids,
