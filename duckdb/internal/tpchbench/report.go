@@ -15,7 +15,7 @@ var engines = []string{enginePlain, engineEnc, engineSop}
 // A cell is the measurements of one engine, query and thread count.
 type cell struct {
 	wall, query []float64 // seconds, one a counted round
-	maxRSS      int64     // the largest peak RSS seen, bytes
+	maxRSS      int64     // the largest peak RSS seen, warm-up included, bytes
 }
 
 type cellKey struct {
@@ -83,18 +83,17 @@ func (r *report) run(ids map[string]string) error {
 						label = "warm-up"
 					}
 					r.printf("%-7s %d %-4s %-12s %8.3f %8.3f %6d %s\n", label, t, q.name, e, m.wall, qs, m.maxRSS>>20, verdict)
-					if round == 0 {
-						continue
-					}
 					key := cellKey{e, q.name, t}
 					cl := r.cells[key]
 					if cl == nil {
 						cl = &cell{}
 						r.cells[key] = cl
 					}
-					cl.wall = append(cl.wall, m.wall)
-					cl.query = append(cl.query, qs)
-					cl.maxRSS = max(cl.maxRSS, m.maxRSS)
+					cl.maxRSS = max(cl.maxRSS, m.maxRSS) // the warm-up's too
+					if round > 0 {
+						cl.wall = append(cl.wall, m.wall)
+						cl.query = append(cl.query, qs)
+					}
 				}
 			}
 		}
@@ -107,7 +106,7 @@ func (r *report) run(ids map[string]string) error {
 func (r *report) finish() error {
 	r.printf("\n# load average %s at the end\n", loadavg())
 	r.printf("\n## Medians of %d (wall time of the process, seconds)\n\n", r.cfg.rounds)
-	r.printf("| threads | query | DuckDB plaintext | DuckDB on the objects with their DEKs | sop-pme sql | sop / plaintext | sop / DuckDB encrypted | sop-pme peak RSS |\n")
+	r.printf("| threads | query | DuckDB plaintext | DuckDB on the objects with their DEKs | sop-pme sql | sop / plaintext | sop / DuckDB encrypted | sop-pme peak RSS (largest of every run) |\n")
 	r.printf("|---|---|---|---|---|---|---|---|\n")
 	for _, t := range r.cfg.threads {
 		for _, q := range r.queries {
