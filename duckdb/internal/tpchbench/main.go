@@ -120,13 +120,11 @@ func runBench(args []string) error {
 	defer os.RemoveAll(c.work)
 
 	var out io.Writer = os.Stdout
+	// The report is written to -out when it is whole (wrong answers
+	// included): a run that fails midway leaves the last report as it was.
+	var whole bytes.Buffer
 	if c.out != "" {
-		f, err := os.Create(c.out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		out = io.MultiWriter(os.Stdout, f)
+		out = io.MultiWriter(os.Stdout, &whole)
 	}
 	open, err := openQuery(c.work)
 	if err != nil {
@@ -141,7 +139,13 @@ func runBench(args []string) error {
 	if err := rep.run(ids); err != nil {
 		return err
 	}
-	return rep.finish()
+	err = rep.finish()
+	if c.out != "" {
+		if werr := os.WriteFile(c.out, whole.Bytes(), 0o644); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	return err
 }
 
 // A query is one q*.sql file, and the tables it names.
