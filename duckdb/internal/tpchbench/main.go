@@ -239,6 +239,7 @@ func importTables(ctx context.Context, c *config, rep *report) (map[string]strin
 // A measurement is one process: its wall time, peak RSS and output.
 type measurement struct {
 	wall   float64 // seconds from start to exit
+	cpu    float64 // seconds of CPU, user and system, of every thread
 	maxRSS int64   // bytes
 	stdout []byte
 }
@@ -258,11 +259,12 @@ func measure(cmd *exec.Cmd, threads int) (measurement, error) {
 	if err != nil {
 		return measurement{}, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	var rss int64
+	m := measurement{wall: wall, stdout: stdout.Bytes()}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss << 10 // KiB on Linux
+		m.maxRSS = ru.Maxrss << 10 // KiB on Linux
+		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
-	return measurement{wall: wall, maxRSS: rss, stdout: stdout.Bytes()}, nil
+	return m, nil
 }
 
 // An answer is a result as text: the header, then the rows.

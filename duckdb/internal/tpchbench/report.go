@@ -14,8 +14,8 @@ var engines = []string{enginePlain, engineEnc, engineSop}
 
 // A cell is the measurements of one engine, query and thread count.
 type cell struct {
-	wall, query []float64 // seconds, one a counted round
-	maxRSS      int64     // the largest peak RSS seen, warm-up included, bytes
+	wall, cpu, query []float64 // seconds, one a counted round
+	maxRSS           int64     // the largest peak RSS seen, warm-up included, bytes
 }
 
 type cellKey struct {
@@ -54,7 +54,7 @@ func (r *report) run(ids map[string]string) error {
 	r.cells = map[cellKey]*cell{}
 	r.ref = map[string]answer{}
 	ref := r.ref
-	r.printf("\n# round threads query engine wall_s duckdb_query_s peak_rss_MiB answer\n")
+	r.printf("\n# round threads query engine wall_s cpu_s duckdb_query_s peak_rss_MiB answer\n")
 	for round := 0; round <= r.cfg.rounds; round++ {
 		for _, t := range r.cfg.threads {
 			for _, q := range r.queries {
@@ -82,7 +82,7 @@ func (r *report) run(ids map[string]string) error {
 					if round == 0 {
 						label = "warm-up"
 					}
-					r.printf("%-7s %d %-4s %-12s %8.3f %8.3f %6d %s\n", label, t, q.name, e, m.wall, qs, m.maxRSS>>20, verdict)
+					r.printf("%-7s %d %-4s %-12s %8.3f %8.3f %8.3f %6d %s\n", label, t, q.name, e, m.wall, m.cpu, qs, m.maxRSS>>20, verdict)
 					key := cellKey{e, q.name, t}
 					cl := r.cells[key]
 					if cl == nil {
@@ -92,6 +92,7 @@ func (r *report) run(ids map[string]string) error {
 					cl.maxRSS = max(cl.maxRSS, m.maxRSS) // the warm-up's too
 					if round > 0 {
 						cl.wall = append(cl.wall, m.wall)
+						cl.cpu = append(cl.cpu, m.cpu)
 						cl.query = append(cl.query, qs)
 					}
 				}
@@ -113,6 +114,16 @@ func (r *report) finish() error {
 			p, e, s := r.median(enginePlain, q.name, t), r.median(engineEnc, q.name, t), r.median(engineSop, q.name, t)
 			r.printf("| %d | %s | %.3f s | %.3f s | %.3f s | %.2f× | %.2f× | %d MiB |\n",
 				t, strings.ToUpper(q.name), p, e, s, s/p, s/e, r.cells[cellKey{engineSop, q.name, t}].maxRSS>>20)
+		}
+	}
+	r.printf("\n## Medians of %d, CPU time of the process (user + system, every thread), seconds\n\n", r.cfg.rounds)
+	r.printf("Less moved by other load than wall time, on a shared machine; at 2 threads it is the work done, not the time taken.\n\n")
+	r.printf("| threads | query | DuckDB plaintext | DuckDB encrypted | sop-pme sql | sop / plaintext | sop / DuckDB encrypted |\n")
+	r.printf("|---|---|---|---|---|---|---|\n")
+	for _, t := range r.cfg.threads {
+		for _, q := range r.queries {
+			p, e, s := r.cpuMedian(enginePlain, q.name, t), r.cpuMedian(engineEnc, q.name, t), r.cpuMedian(engineSop, q.name, t)
+			r.printf("| %d | %s | %.3f s | %.3f s | %.3f s | %.2f× | %.2f× |\n", t, strings.ToUpper(q.name), p, e, s, s/p, s/e)
 		}
 	}
 	r.printf("\n## Spread: (max − min) / median of the %d counted rounds; DuckDB's in-process query time (median, seconds)\n\n", r.cfg.rounds)
@@ -143,6 +154,10 @@ func (r *report) finish() error {
 
 func (r *report) median(engine, q string, t int) float64 {
 	return median(r.cells[cellKey{engine, q, t}].wall)
+}
+
+func (r *report) cpuMedian(engine, q string, t int) float64 {
+	return median(r.cells[cellKey{engine, q, t}].cpu)
 }
 
 func (r *report) spread(engine, q string, t int) string {
