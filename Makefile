@@ -204,3 +204,4 @@ fuzz:
 	$(foreach t,$(FUZZ_TARGETS),$(GO) test -C $(call fuzz_field,$t,1) -run '^$$' -fuzz '^$(call fuzz_field,$t,3)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $(call fuzz_field,$t,2)$(fuzz_newline))
 
 include blobs/iroh/iroh.mk
+include bench/tpch/tpch.mk

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"runtime"
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -65,8 +66,11 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 	// An in-memory database, locked down by Open: no spill directory (a
 	// query that outgrows DuckDB's memory limit fails instead of writing
 	// decrypted rows to disk), no file of the host read or written, no
-	// extension, no SET.
-	db, err := sopsql.Open(ctx, st, k.ring)
+	// extension, no SET. DuckDB runs GOMAXPROCS threads (by default the
+	// CPUs this process may use, which DuckDB's own default ignores: it
+	// counts the machine's), so that GOMAXPROCS=n holds the whole command,
+	// Go and DuckDB, to n threads.
+	db, err := sopsql.Open(ctx, st, k.ring, sopsql.WithThreads(runtime.GOMAXPROCS(0)))
 	if err != nil {
 		return sqlFailure(ctx, err)
 	}

@@ -373,3 +373,20 @@ func TestSQLArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLThreads: DuckDB runs GOMAXPROCS threads, so that GOMAXPROCS holds
+// the whole command (DuckDB's own default is the machine's CPU count,
+// whatever GOMAXPROCS or the process's CPU affinity says).
+func TestSQLThreads(t *testing.T) {
+	t.Parallel()
+	e, _ := sqlEnv(t)
+	for _, n := range []string{"1", "3"} {
+		r := e.run([]string{"SOP_PME_STORE=" + e.store, "GOMAXPROCS=" + n}, "sql", "--csv", "SELECT current_setting('threads') AS threads")
+		if r.code != 0 {
+			t.Fatalf("GOMAXPROCS=%s: %s", n, r)
+		}
+		if got, want := parseCSV(t, r.stdout), [][]string{{"threads"}, {n}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("GOMAXPROCS=%s: DuckDB runs %v threads, want %s", n, got, n)
+		}
+	}
+}

@@ -82,6 +82,9 @@ other setting (SET and RESET are refused), read or write a file of the host
 extension: the command creates no file and reaches no network. Rows leave
 only through standard output: redirect it (--csv > file), or use export.
 
+DuckDB runs as many threads as GOMAXPROCS says (by default the CPUs the
+process may use): GOMAXPROCS=1 sop-pme sql ... runs the whole command on one.
+
 This command needs a build with DuckDB (cgo): ` + sqlInstallHint + `
 
 ` + keysHelp,
