@@ -13,6 +13,27 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
+// OpenSealFile opens the large Parquet file the benchmarks of sealing
+// read, named by SEAL_FILE, and returns it with its size; without
+// SEAL_FILE it skips b (a benchmark, never run by go test alone). The
+// file is closed when b ends.
+func OpenSealFile(b *testing.B) (*os.File, int64) {
+	name := os.Getenv("SEAL_FILE")
+	if name == "" {
+		b.Skip("SEAL_FILE names no file")
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f, st.Size()
+}
+
 // BenchmarkDecodeRoutes measures, on the Parquet file named by SEAL_FILE
 // (TPC-H's lineitem), what the two routes for SealFile's decode check
 // cost a core: "pqarrow" decodes every row group as the check does today
@@ -26,31 +47,19 @@ import (
 // measurement, not a check: nothing here refuses a file. Skipped without
 // SEAL_FILE.
 func BenchmarkDecodeRoutes(b *testing.B) {
-	name := os.Getenv("SEAL_FILE")
-	if name == "" {
-		b.Skip("SEAL_FILE names no file")
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		b.Fatal(err)
-	}
+	f, size := OpenSealFile(b)
 	open := func(b *testing.B) *file.Reader {
 		props := parquet.NewReaderProperties(memory.DefaultAllocator)
 		props.BufferedStreamEnabled = true
 		props.BufferSize = 256 << 10
-		pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, st.Size()), file.WithReadProps(props))
+		pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, size), file.WithReadProps(props))
 		if err != nil {
 			b.Fatal(err)
 		}
 		return pf
 	}
 	b.Run("pqarrow", func(b *testing.B) {
-		b.SetBytes(st.Size())
+		b.SetBytes(size)
 		for b.Loop() {
 			pf := open(b)
 			mem := &limitedAlloc{mem: memory.DefaultAllocator}
@@ -74,7 +83,7 @@ func BenchmarkDecodeRoutes(b *testing.B) {
 		}
 	})
 	b.Run("columns", func(b *testing.B) {
-		b.SetBytes(st.Size())
+		b.SetBytes(size)
 		var bufs columnBufs
 		for b.Loop() {
 			pf := open(b)
@@ -94,7 +103,7 @@ func BenchmarkDecodeRoutes(b *testing.B) {
 		}
 	})
 	b.Run("pages", func(b *testing.B) {
-		b.SetBytes(st.Size())
+		b.SetBytes(size)
 		for b.Loop() {
 			pf := open(b)
 			for rg := range pf.NumRowGroups() {
@@ -116,53 +125,56 @@ func BenchmarkDecodeRoutes(b *testing.B) {
 	})
 }
 
-// columnBufs are the reused buffers of BenchmarkDecodeRoutes's
-// "columns" route.
+// columnBufs are the reused level buffers of BenchmarkDecodeRoutes's
+// "columns" route, and its value buffers by type.
 type columnBufs struct {
 	def, rep []int16
-	i32      []int32
-	i64      []int64
-	i96      []parquet.Int96
-	f32      []float32
-	f64      []float64
-	bools    []bool
-	ba       []parquet.ByteArray
-	flba     []parquet.FixedLenByteArray
+	values   map[string]any
 }
 
-func (bb *columnBufs) readAll(cr file.ColumnChunkReader) error {
+// pageReader is what arrow-go's typed column readers have in common.
+type pageReader[T any] interface {
+	ReadBatchInPage(n int64, values []T, def, rep []int16) (int64, int, error)
+}
+
+// readPages reads what is left of r's chunk into bb's buffers of T.
+func readPages[T any](bb *columnBufs, cr file.ColumnChunkReader, r pageReader[T]) error {
 	const n = decodeBatch
 	if bb.def == nil {
-		bb.def, bb.rep = make([]int16, n), make([]int16, n)
-		bb.i32, bb.i64, bb.i96 = make([]int32, n), make([]int64, n), make([]parquet.Int96, n)
-		bb.f32, bb.f64, bb.bools = make([]float32, n), make([]float64, n), make([]bool, n)
-		bb.ba, bb.flba = make([]parquet.ByteArray, n), make([]parquet.FixedLenByteArray, n)
+		bb.def, bb.rep, bb.values = make([]int16, n), make([]int16, n), map[string]any{}
+	}
+	key := fmt.Sprintf("%T", r)
+	vals, ok := bb.values[key].([]T)
+	if !ok {
+		vals = make([]T, n)
+		bb.values[key] = vals
 	}
 	for cr.HasNext() {
-		var err error
-		switch r := cr.(type) {
-		case *file.Int32ColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.i32, bb.def, bb.rep)
-		case *file.Int64ColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.i64, bb.def, bb.rep)
-		case *file.Int96ColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.i96, bb.def, bb.rep)
-		case *file.Float32ColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.f32, bb.def, bb.rep)
-		case *file.Float64ColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.f64, bb.def, bb.rep)
-		case *file.BooleanColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.bools, bb.def, bb.rep)
-		case *file.ByteArrayColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.ba, bb.def, bb.rep)
-		case *file.FixedLenByteArrayColumnChunkReader:
-			_, _, err = r.ReadBatchInPage(n, bb.flba, bb.def, bb.rep)
-		default:
-			return fmt.Errorf("column reader %T", cr)
-		}
-		if err != nil {
+		if _, _, err := r.ReadBatchInPage(n, vals, bb.def, bb.rep); err != nil {
 			return err
 		}
 	}
 	return cr.Err()
+}
+
+func (bb *columnBufs) readAll(cr file.ColumnChunkReader) error {
+	switch r := cr.(type) {
+	case *file.Int32ColumnChunkReader:
+		return readPages(bb, cr, r)
+	case *file.Int64ColumnChunkReader:
+		return readPages(bb, cr, r)
+	case *file.Int96ColumnChunkReader:
+		return readPages(bb, cr, r)
+	case *file.Float32ColumnChunkReader:
+		return readPages(bb, cr, r)
+	case *file.Float64ColumnChunkReader:
+		return readPages(bb, cr, r)
+	case *file.BooleanColumnChunkReader:
+		return readPages(bb, cr, r)
+	case *file.ByteArrayColumnChunkReader:
+		return readPages(bb, cr, r)
+	case *file.FixedLenByteArrayColumnChunkReader:
+		return readPages(bb, cr, r)
+	}
+	return fmt.Errorf("column reader %T", cr)
 }

@@ -2,7 +2,6 @@ package writer_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/sovm/sop-pme/writer"
@@ -12,22 +11,9 @@ import (
 // one: TPC-H's lineitem from tpchgen-cli) byte for byte into discardStore
 // (sealing and hashing, no disk), with and without the decode check, in
 // one run: "check" is SealFile as published, "nocheck" what the check
-// costs it. MB/s are of the input file. Without SEAL_FILE it is skipped
-// (a benchmark, never run by go test alone).
+// costs it. MB/s are of the input file.
 func BenchmarkSealLarge(b *testing.B) {
-	name := os.Getenv("SEAL_FILE")
-	if name == "" {
-		b.Skip("SEAL_FILE names no file")
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		b.Fatal(err)
-	}
+	f, size := writer.OpenSealFile(b)
 	for _, c := range []struct {
 		name string
 		opts []writer.Option
@@ -36,9 +22,9 @@ func BenchmarkSealLarge(b *testing.B) {
 		{"nocheck", []writer.Option{writer.WithoutDecodeCheck()}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(st.Size())
+			b.SetBytes(size)
 			for b.Loop() {
-				if _, err := writer.SealFile(context.Background(), discardStore{}, f, st.Size(), c.opts...); err != nil {
+				if _, err := writer.SealFile(context.Background(), discardStore{}, f, size, c.opts...); err != nil {
 					b.Fatal(err)
 				}
 			}
