@@ -37,16 +37,17 @@ func OpenSealFile(b *testing.B) (*os.File, int64) {
 
 // BenchmarkDecodeRoutes measures, on the Parquet file named by SEAL_FILE
 // (TPC-H's lineitem), what routes for SealFile's decode check cost a
-// core: "pqarrow" decodes every row group as the check does today
-// (pqarrow, batches of decodeBatch rows, Arrow arrays), "columns" only
+// core. "pqarrow" decodes every row group as the check does today
+// (pqarrow, batches of decodeBatch rows, Arrow arrays). "columns" only
 // reads every column chunk's values and levels with arrow-go's typed
-// column readers (ReadBatchInPage: values that point into the page, not cloned) into reused buffers: the floor of a
-// low-level check, which would still have to check what pqarrow's
-// reconstruction checks (levels, widths, the memory limit); "pages" only
-// reads and decompresses every page (arrow-go's page reader): the floor
-// of any check that looks into the pages. It is a
-// measurement, not a check: nothing here refuses a file. Skipped without
-// SEAL_FILE.
+// column readers (ReadBatchInPage: values point into the page, not
+// cloned) into reused buffers: the floor of a check on those readers,
+// which would still have to check what pqarrow's reconstruction checks
+// (levels, widths, conversions, the memory limit), and whose readers
+// refuse some files pqarrow reads. "pages" only reads and decompresses
+// every page (arrow-go's page reader): the floor of any check that looks
+// into the pages. It is a measurement, not a check: nothing here decides
+// whether a file is sealed.
 func BenchmarkDecodeRoutes(b *testing.B) {
 	f, size := OpenSealFile(b)
 	open := func(b *testing.B) *file.Reader {
