@@ -97,6 +97,10 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			want = arrow.NewSchema(r.narrowFields(), &r.kv)
 			pqtypes.ReadNarrow(fr.Manifest, want.Fields())
 		}
+		if cfg.dict {
+			want = arrow.NewSchema(r.dictFields(want.Fields(), cfg.dictAny), &r.kv)
+			readDict(fr.Manifest, want.Fields())
+		}
 		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
 			return fmt.Errorf("%w: %w", ErrDecode, err)
 		}
