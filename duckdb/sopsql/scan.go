@@ -121,7 +121,7 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 	if err != nil {
 		return err
 	}
-	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath}
+	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath, poison: cfg.poison}
 	varchar := typeInfo(duckdb.TYPE_VARCHAR)
 	scan := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
@@ -166,6 +166,7 @@ type functions struct {
 	keys       reader.KeyResolver
 	readerOpts []reader.Option
 	valuePath  bool
+	poison     bool // overwrite the buffers a scan frees (config.poison)
 }
 
 func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ...any) (_ duckdb.ParallelChunkTableSource, err error) {
@@ -176,7 +177,9 @@ func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ..
 	if err != nil {
 		return nil, err
 	}
-	r, err := fn.open(ctx, p.id)
+	// The scan's batches reuse the buffers of the batches released before
+	// them (pool.go).
+	r, err := fn.open(ctx, p.id, reader.WithAllocator(newBufferPool(poolLimit, fn.poison)))
 	if err != nil {
 		return nil, err
 	}
