@@ -3,16 +3,21 @@ package sopsql
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2/mapping"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/reader"
@@ -100,5 +105,103 @@ func TestDictionaryColumns(t *testing.T) {
 			t.Fatalf("%s: no rows", cols)
 		}
 		compareRows(t, cols, want, got)
+	}
+}
+
+// readStrings returns the first n elements of VARCHAR vector v ("<null>"
+// for a NULL).
+func readStrings(v mapping.Vector, n int) []string {
+	mask := unsafe.Slice((*uint64)(mapping.VectorGetValidity(v)), (n+63)/64)
+	out := make([]string, n)
+	for i, s := range vecData[[16]byte](v, n) {
+		if !valid(mask, i) {
+			out[i] = "<null>"
+			continue
+		}
+		l := binary.LittleEndian.Uint32(s[:4])
+		if l <= 12 {
+			out[i] = string(s[4 : 4+l])
+			continue
+		}
+		p := *(*unsafe.Pointer)(unsafe.Pointer(&s[8]))
+		out[i] = string(unsafe.Slice((*byte)(p), l))
+	}
+	return out
+}
+
+// TestDictWriter: the dictionary writer writes each row's entry (inlined
+// or not, the same entry in many rows and several vectors), NULL for a
+// null row and for a row whose entry is NULL; an entry that is not UTF-8
+// fails the vector with ErrData only when a valid row uses it; an index
+// beyond the dictionary fails with ErrData.
+func TestDictWriter(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewGoAllocator()
+	sb := array.NewStringBuilder(mem)
+	defer sb.Release()
+	entries := []string{"ok", "bad\xff", "", "a string longer than twelve bytes", "exactly12byt"}
+	sb.AppendValues(entries, nil)
+	sb.AppendNull() // entry 5
+	dict := sb.NewArray()
+	defer dict.Release()
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	build := func(idx []int32, valid []bool) *array.Dictionary {
+		ib := array.NewInt32Builder(mem)
+		defer ib.Release()
+		ib.AppendValues(idx, valid)
+		ind := ib.NewArray()
+		defer ind.Release()
+		return array.NewDictionaryArray(dt, ind, dict)
+	}
+	typ := mapping.CreateLogicalType(mapping.TypeVarchar)
+	defer mapping.DestroyLogicalType(&typ)
+	write := func(ws *writeState, a *array.Dictionary, off, n int) ([]string, error) {
+		v := mapping.CreateVector(typ, mapping.IdxT(duckdb.GetDataChunkCapacity()))
+		defer mapping.DestroyVector(&v)
+		if err := dictWriter(true)(ws, v, a, off, n); err != nil {
+			return nil, err
+		}
+		return readStrings(v, n), nil
+	}
+	const rows = 5000
+	idx, ok := make([]int32, rows), make([]bool, rows)
+	var want []string
+	for i := range rows {
+		idx[i], ok[i] = int32(i*7%6), i%5 != 0
+		switch {
+		case idx[i] == 1: // the bad entry, in null rows only
+			ok[i] = false
+			fallthrough
+		case !ok[i] || idx[i] == 5:
+			want = append(want, "<null>")
+		default:
+			want = append(want, entries[idx[i]])
+		}
+	}
+	a := build(idx, ok)
+	defer a.Release()
+	var ws writeState
+	for off := 0; off < rows; {
+		n := min(rows-off, 1+(off*31)%duckdb.GetDataChunkCapacity())
+		got, err := write(&ws, a, off, n)
+		if err != nil {
+			t.Fatalf("rows [%d, %d): %v", off, off+n, err)
+		}
+		for i, g := range got {
+			if g != want[off+i] {
+				t.Fatalf("row %d: %q, want %q", off+i, g, want[off+i])
+			}
+		}
+		off += n
+	}
+	bad := build([]int32{0, 1, 0}, nil)
+	defer bad.Release()
+	if _, err := write(&writeState{}, bad, 0, 3); !errors.Is(err, ErrData) {
+		t.Errorf("a valid row of an entry that is not UTF-8: %v, want ErrData", err)
+	}
+	beyond := build([]int32{0, 6}, nil)
+	defer beyond.Release()
+	if _, err := write(&writeState{}, beyond, 0, 2); !errors.Is(err, ErrData) {
+		t.Errorf("an index beyond the dictionary: %v, want ErrData", err)
 	}
 }

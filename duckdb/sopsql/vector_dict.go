@@ -5,8 +5,8 @@ package sopsql
 #include <duckdb.h>
 
 // Defined in vector_string.go.
-void sop_fill_dict(void *vp, const char *data, const int64_t *pairs, const int32_t *idx, const uint64_t *mask, idx_t n,
-                   duckdb_string_t *tab, uint32_t *gen, uint32_t cur);
+idx_t sop_fill_dict(void *vp, const char *data, const int64_t *pairs, const int32_t *idx, uint64_t *mask, idx_t from, idx_t n,
+                    const uint8_t *state, int32_t nd, duckdb_string_t *tab, uint32_t *gen, uint32_t cur);
 */
 import "C"
 
@@ -33,7 +33,7 @@ import (
 const (
 	entryUnchecked = iota
 	entryValid
-	entryNull // the dictionary's value is NULL: so is the row
+	entryNull // the dictionary's value is NULL: so is the row (sop_fill_dict)
 )
 
 // dictSlots is how many dictionaries a thread remembers: one a column of
@@ -188,34 +188,32 @@ func dictWriter(text bool) vecWriter {
 				}
 			}
 		}
-		nd := int32(d.Len())
-		for i, j := range idx {
-			if !valid(mask, i) {
-				continue
-			}
-			if j < 0 || j >= nd {
-				return fmt.Errorf("%w: dictionary index %d of %d", ErrData, j, nd)
-			}
-			switch ds.state[j] {
-			case entryUnchecked:
-				if err := ds.check(d, int(j), text); err != nil {
-					return err
-				}
-				if ds.state[j] == entryNull {
-					mask[i/64] &^= 1 << (i % 64)
-				}
-			case entryNull:
-				mask[i/64] &^= 1 << (i % 64)
-			}
-		}
 		ds.cur++
 		if ds.cur == math.MaxUint32 {
 			ds.cur = 1
 			clear(ds.gen) // no vector's strings are reused in another
 		}
-		C.sop_fill_dict(v.Ptr, (*C.char)(first(ds.data)), (*C.int64_t)(first(ds.pairs)), (*C.int32_t)(first(idx)),
-			(*C.uint64_t)(first(mask)), C.idx_t(n),
-			(*C.duckdb_string_t)(first(ds.tab)), (*C.uint32_t)(first(ds.gen)), C.uint32_t(ds.cur))
+		nd := d.Len()
+		if nd > math.MaxInt32 {
+			return fmt.Errorf("%w: a dictionary of %d entries", ErrData, nd)
+		}
+		// C writes the rows, and stops where an entry needs checking: the
+		// first time a row of this dictionary uses it.
+		for i := 0; ; {
+			i = int(C.sop_fill_dict(v.Ptr, (*C.char)(first(ds.data)), (*C.int64_t)(first(ds.pairs)), (*C.int32_t)(first(idx)),
+				(*C.uint64_t)(first(mask)), C.idx_t(i), C.idx_t(n), (*C.uint8_t)(first(ds.state)), C.int32_t(nd),
+				(*C.duckdb_string_t)(first(ds.tab)), (*C.uint32_t)(first(ds.gen)), C.uint32_t(ds.cur)))
+			if i >= n {
+				break
+			}
+			j := int(idx[i])
+			if j < 0 || j >= nd || ds.state[j] != entryUnchecked {
+				return fmt.Errorf("%w: dictionary index %d of %d", ErrData, j, nd)
+			}
+			if err := ds.check(d, j, text); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 }

@@ -46,25 +46,34 @@ static void sop_put_one(void *vp, idx_t i, const char *s, uint32_t len) {
 	sop_put(v, (duckdb_string_t *)duckdb_vector_get_data(v), i, s, len);
 }
 
-// sop_fill_dict writes, into elements 0..n-1 of v, the dictionary's
+// sop_fill_dict writes, into elements from..n-1 of v, the dictionary's
 // string idx[i], data[pairs[2j], pairs[2j] + pairs[2j+1]) for j = idx[i],
-// or an empty string where bit i of mask is clear (a NULL). Each distinct
-// string is written once per vector: tab[j] keeps element j's DuckDB string
-// (into the vector's heap when it is longer than 12 bytes), valid while
-// gen[j] is cur (the vector) or all ones (an inlined string, valid in any
-// vector). The caller checked every idx[i] of a valid row, and the
-// pairs of those entries, against the dictionary. Declared in
-// vector_dict.go.
-void sop_fill_dict(void *vp, const char *data, const int64_t *pairs, const int32_t *idx, const uint64_t *mask, idx_t n,
-                   duckdb_string_t *tab, uint32_t *gen, uint32_t cur) {
+// or an empty string where bit i of mask is clear (a NULL), and clears
+// bit i where state[j] says the dictionary's value is NULL. It stops at
+// the first valid row whose index is beyond the nd entries or whose entry
+// Go has not checked yet (state 0), and returns that row, or n. Each
+// distinct string is written once per vector: tab[j] keeps element j's
+// DuckDB string (into the vector's heap when it is longer than 12 bytes),
+// valid while gen[j] is cur (the vector) or all ones (an inlined string,
+// valid in any vector). Declared in vector_dict.go.
+idx_t sop_fill_dict(void *vp, const char *data, const int64_t *pairs, const int32_t *idx, uint64_t *mask, idx_t from, idx_t n,
+                    const uint8_t *state, int32_t nd, duckdb_string_t *tab, uint32_t *gen, uint32_t cur) {
 	duckdb_vector v = (duckdb_vector)vp;
 	duckdb_string_t *dst = (duckdb_string_t *)duckdb_vector_get_data(v);
-	for (idx_t i = 0; i < n; i++) {
+	for (idx_t i = from; i < n; i++) {
 		if (!((mask[i >> 6] >> (i & 63)) & 1)) {
 			memset(&dst[i], 0, sizeof(duckdb_string_t));
 			continue;
 		}
 		int32_t j = idx[i];
+		if (j < 0 || j >= nd || state[j] == 0) {
+			return i;
+		}
+		if (state[j] != 1) {
+			mask[i >> 6] &= ~((uint64_t)1 << (i & 63));
+			memset(&dst[i], 0, sizeof(duckdb_string_t));
+			continue;
+		}
 		if (gen[j] == cur || gen[j] == 0xFFFFFFFFu) {
 			dst[i] = tab[j];
 			continue;
@@ -74,6 +83,7 @@ void sop_fill_dict(void *vp, const char *data, const int64_t *pairs, const int32
 		tab[j] = dst[i];
 		gen[j] = len <= 12 ? 0xFFFFFFFFu : cur;
 	}
+	return n;
 }
 
 // sop_library_version is the linked library's version, for the test that
