@@ -79,8 +79,28 @@ const (
 )
 
 // allDictionary reports whether the footer says that every chunk of leaf
-// column col has a dictionary page and dictionary-encoded data pages only.
+// column col has a dictionary page and dictionary-encoded data pages only
+// (with anyPage, a dictionary page): worked out once for every column, on
+// first use.
 func (r *Reader) allDictionary(col int, anyPage bool) bool {
+	if anyPage {
+		return r.dictionaryEncoded(col, true)
+	}
+	cols := r.dictCols()
+	return col >= 0 && col < len(cols) && cols[col]
+}
+
+// dictionaryColumns returns, for each leaf column, allDictionary's answer.
+func (r *Reader) dictionaryColumns() []bool {
+	cols := make([]bool, r.meta.Schema.NumColumns())
+	for j := range cols {
+		cols[j] = r.dictionaryEncoded(j, false)
+	}
+	return cols
+}
+
+// dictionaryEncoded works allDictionary's answer out from the footer.
+func (r *Reader) dictionaryEncoded(col int, anyPage bool) bool {
 	if r.nrg == 0 {
 		return false
 	}
