@@ -94,8 +94,12 @@ const (
 //
 // Columns go into DuckDB's vectors in bulk (vector.go): a copy or one loop
 // per vector for fixed-width values and validity masks, one cgo call per
-// vector for strings, child vectors for lists, structs and maps;
-// dictionaries of other values than strings go value by value.
+// vector for strings (read as dictionaries where every chunk of the column
+// is dictionary-encoded, reader.WithDictionaries, and written once per
+// distinct string and vector), child vectors for lists, structs and maps;
+// dictionaries of other values than strings go value by value. The
+// batches of a scan reuse the buffers of the batches before them
+// (pool.go).
 //
 // Nothing comes from footer metadata: sop_scan reports no statistics to
 // DuckDB, and the footer's row count only as the planner's estimate (see
