@@ -7,52 +7,21 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/reader"
 )
 
-// dictObject writes rows of: flag, a nullable string of 5 values; mode, a
-// binary of 7; comment, a nullable string of rows/3 values whose
-// dictionary outgrows a 1 KiB dictionary page limit, so that its chunks
-// fall back to plain pages midway; n, an int64. Row groups of 4,000 rows.
+// dictObject seals testtables.DictionaryFile: flag, mode and comment (which
+// falls back to plain pages) and n, in row groups of 4,000 rows.
 func dictObject(t *testing.T, rows int) ([]byte, *reader.Reader) {
 	t.Helper()
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "flag", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: fid(1)},
-		{Name: "mode", Type: arrow.BinaryTypes.Binary, Metadata: fid(2)},
-		{Name: "comment", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: fid(3)},
-		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(4)},
-	}, nil)
-	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
-	defer b.Release()
-	flags := []string{"A", "N", "R", "a string longer than twelve bytes", ""}
-	for i := range rows {
-		if i%13 == 0 {
-			b.Field(0).AppendNull()
-		} else {
-			b.Field(0).(*array.StringBuilder).Append(flags[i%len(flags)])
-		}
-		b.Field(1).(*array.BinaryBuilder).Append([]byte(fmt.Sprintf("MODE-%d", i%7)))
-		if i%17 == 0 {
-			b.Field(2).AppendNull()
-		} else {
-			b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("comment number %d, somewhat long", i/3))
-		}
-		b.Field(3).(*array.Int64Builder).Append(int64(i))
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
-	defer tbl.Release()
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(true), parquet.WithDictionaryPageSizeLimit(1<<10), parquet.WithDataPageSize(1<<10))
-	if err := pqarrow.WriteTable(tbl, &buf, 4000, props, pqarrow.NewArrowWriterProperties()); err != nil {
+	raw, err := testtables.DictionaryFile(rows, 4000)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes(), sealBytes(t, buf.Bytes())
+	return raw, sealBytes(t, raw)
 }
 
 // TestDictionaries: WithDictionaries reads the string and binary columns
