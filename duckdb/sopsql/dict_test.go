@@ -81,17 +81,19 @@ func TestDictionaryColumns(t *testing.T) {
 func readStrings(v mapping.Vector, n int) []string {
 	mask := unsafe.Slice((*uint64)(mapping.VectorGetValidity(v)), (n+63)/64)
 	out := make([]string, n)
-	for i, s := range vecData[[16]byte](v, n) {
+	strs := vecData[[2]uint64](v, n) // duckdb_string_t: 16 bytes, 8-aligned
+	for i := range strs {
 		if !valid(mask, i) {
 			out[i] = "<null>"
 			continue
 		}
-		l := binary.LittleEndian.Uint32(s[:4])
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&strs[i])), 16)
+		l := binary.LittleEndian.Uint32(b[:4])
 		if l <= 12 {
-			out[i] = string(s[4 : 4+l])
+			out[i] = string(b[4 : 4+l])
 			continue
 		}
-		p := *(*unsafe.Pointer)(unsafe.Pointer(&s[8]))
+		p := *(*unsafe.Pointer)(unsafe.Pointer(&strs[i][1]))
 		out[i] = string(unsafe.Slice((*byte)(p), l))
 	}
 	return out
