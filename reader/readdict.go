@@ -34,7 +34,9 @@ func WithDictionaries() ScanOption {
 // (the object's fields, or NarrowDecimalSchema's) with each top-level
 // string or binary column typed dictionary<int32, its type> when, in
 // every row group, its chunk has a dictionary page and the footer's page
-// encoding statistics list only dictionary-encoded data pages.
+// encoding statistics list only dictionary-encoded data pages (or, in a
+// footer without them, the chunk's encodings are a dictionary encoding
+// and level encodings only, as DuckDB writes them).
 func (r *Reader) DictionarySchema(fields []arrow.Field) *arrow.Schema {
 	return arrow.NewSchema(r.dictFields(fields, false), &r.kv)
 }
@@ -113,11 +115,14 @@ func (r *Reader) dictionaryEncoded(col int, anyPage bool) bool {
 			continue
 		}
 		stats := cc.EncodingStats()
-		data := false
+		if len(stats) == 0 && !dictionaryOnly(cc.Encodings()) {
+			return false
+		}
+		data := len(stats) == 0
 		for _, s := range stats {
 			switch s.PageType {
 			case pageData, pageDataV2:
-				if s.Encoding != parquet.Encodings.RLEDict && s.Encoding != parquet.Encodings.PlainDict {
+				if !isDictionary(s.Encoding) {
 					return false
 				}
 				data = true
@@ -131,6 +136,31 @@ func (r *Reader) dictionaryEncoded(col int, anyPage bool) bool {
 		}
 	}
 	return true
+}
+
+// isDictionary reports whether data pages of encoding e are
+// dictionary-encoded.
+func isDictionary(e parquet.Encoding) bool {
+	return e == parquet.Encodings.RLEDict || e == parquet.Encodings.PlainDict
+}
+
+// dictionaryOnly reports whether a chunk's encodings, from a footer
+// without page encoding statistics (DuckDB writes none), leave its data
+// pages no encoding but a dictionary's: a dictionary encoding, and level
+// encodings only (DuckDB lists PLAIN_DICTIONARY alone; a writer that lists
+// PLAIN may mean its dictionary page or plain data pages).
+func dictionaryOnly(encs []parquet.Encoding) bool {
+	dict := false
+	for _, e := range encs {
+		switch {
+		case isDictionary(e):
+			dict = true
+		case e == parquet.Encodings.RLE || e == parquet.Encodings.BitPacked:
+		default:
+			return false
+		}
+	}
+	return dict
 }
 
 // readDict makes pqarrow read, in m, each top-level column that fields

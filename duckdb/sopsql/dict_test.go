@@ -3,6 +3,8 @@ package sopsql
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/testkit/testtables"
+	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -174,4 +177,43 @@ func TestDictWriter(t *testing.T) {
 	if _, err := write(&writeState{}, beyond, 0, 2); !errors.Is(err, ErrData) {
 		t.Errorf("an index beyond the dictionary: %v, want ErrData", err)
 	}
+}
+
+// TestDuckDBDictionaries: a file DuckDB writes (no page encoding
+// statistics; PLAIN_DICTIONARY its chunks' only encoding) has its
+// dictionary-encoded strings read as dictionaries, and sop_scan gives
+// what read_parquet gives on the plaintext, row by row, nulls included.
+func TestDuckDBDictionaries(t *testing.T) {
+	t.Parallel()
+	query := "SELECT l_orderkey, l_returnflag, l_shipmode, CASE WHEN l_orderkey % 11 = 0 THEN NULL ELSE l_shipinstruct END AS l_shipinstruct, l_comment FROM (" +
+		fmt.Sprintf(lineitemSQL, 30000) + ")"
+	opts := "FIELD_IDS auto, ROW_GROUP_SIZE 8192"
+	w := ducktest.OpenWriter(t)
+	plain := filepath.Join(t.TempDir(), "lineitem.parquet")
+	ducktest.Exec(t, w, "COPY ("+query+") TO "+ducktest.SQLString(plain)+" ("+opts+")")
+	key := make([]byte, 32)
+	rand.Read(key)
+	dek, err := pme.DEKFromBytes(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ducktest.NewStore(t)
+	id, _ := st.ImportFile(t, ducktest.CopyEncrypted(t, w, query, ducktest.FooterKeyValue(base64.StdEncoding.EncodeToString(key)), opts), dek)
+	r, err := reader.Open(context.Background(), st, id, st.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NumRowGroups() < 3 {
+		t.Fatalf("%d row groups", r.NumRowGroups())
+	}
+	ds := r.DictionarySchema(r.Schema().Fields())
+	for i, want := range []bool{false, true, true, true, false} {
+		if got := ds.Field(i).Type.ID() == arrow.DICTIONARY; got != want {
+			t.Errorf("column %s read as %s", ds.Field(i).Name, ds.Field(i).Type)
+		}
+	}
+	db, native := openDB(t, st, st, WithThreads(2)), openNative(t, 1)
+	q := "SELECT * FROM %s ORDER BY l_orderkey"
+	compareRows(t, "lineitem", ducktest.MustQuery(t, native, fmt.Sprintf(q, "read_parquet("+ducktest.SQLString(plain)+")")),
+		ducktest.MustQuery(t, db.SQL(), fmt.Sprintf(q, sopScan(id))))
 }
