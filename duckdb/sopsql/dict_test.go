@@ -3,8 +3,6 @@ package sopsql
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,7 +18,6 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/testkit/testtables"
-	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -188,17 +185,7 @@ func TestDuckDBDictionaries(t *testing.T) {
 	query := "SELECT l_orderkey, l_returnflag, l_shipmode, CASE WHEN l_orderkey % 11 = 0 THEN NULL ELSE l_shipinstruct END AS l_shipinstruct, l_comment FROM (" +
 		fmt.Sprintf(lineitemSQL, 30000) + ")"
 	opts := "FIELD_IDS auto, ROW_GROUP_SIZE 8192"
-	w := ducktest.OpenWriter(t)
-	plain := filepath.Join(t.TempDir(), "lineitem.parquet")
-	ducktest.Exec(t, w, "COPY ("+query+") TO "+ducktest.SQLString(plain)+" ("+opts+")")
-	key := make([]byte, 32)
-	rand.Read(key)
-	dek, err := pme.DEKFromBytes(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := ducktest.NewStore(t)
-	id, _ := st.ImportFile(t, ducktest.CopyEncrypted(t, w, query, ducktest.FooterKeyValue(base64.StdEncoding.EncodeToString(key)), opts), dek)
+	st, id, plain := duckDBObject(t, query, opts)
 	r, err := reader.Open(context.Background(), st, id, st.Keys)
 	if err != nil {
 		t.Fatal(err)
