@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -77,6 +78,7 @@ func Open(ctx context.Context, src verify.Source, id storageid.ID, keys KeyResol
 	}
 	stats.modules.Add(1)
 	r := &Reader{id: id, vr: vr, src: src, dek: dek, alloc: cfg.alloc, stats: stats}
+	r.dictCols = sync.OnceValue(r.dictionaryColumns)
 	if err := r.load(footer, dataEnd); err != nil {
 		return nil, err
 	}

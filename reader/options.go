@@ -58,6 +58,8 @@ type scanConfig struct {
 	memLimit  int64
 	maxValues int64
 	narrow    bool // WithNarrowDecimals
+	dict      bool // WithDictionaries
+	dictAny   bool // (tests) every column with dictionary pages
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs

@@ -132,6 +132,7 @@ type Reader struct {
 	alloc     memory.Allocator
 	verified  atomic.Bool
 	stats     *counters
+	dictCols  func() []bool // readdict.go: the columns dictionary-encoded throughout
 }
 
 // ID returns the object's storage_id.

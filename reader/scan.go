@@ -93,9 +93,14 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		if fr, _, err = r.fileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
 			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
 		}
+		pqtypes.ReadDates(r.meta.Schema, fr.Manifest)
 		if cfg.narrow {
 			want = arrow.NewSchema(r.narrowFields(), &r.kv)
 			pqtypes.ReadNarrow(fr.Manifest, want.Fields())
+		}
+		if cfg.dict {
+			want = arrow.NewSchema(r.dictFields(want.Fields(), cfg.dictAny), &r.kv)
+			readDict(fr.Manifest, want.Fields())
 		}
 		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
 			return fmt.Errorf("%w: %w", ErrDecode, err)

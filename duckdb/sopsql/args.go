@@ -32,7 +32,7 @@ const scanMacro = `CREATE OR REPLACE TEMP MACRO ` + ScanFunction + `(storage_id,
 		CAST(row_groups AS VARCHAR), typeof(row_groups), CAST(batch_size AS VARCHAR), typeof(batch_size))`
 
 // open parses a storage_id argument (nil for NULL) and opens the object.
-func (fn *functions) open(ctx context.Context, arg any) (*reader.Reader, error) {
+func (fn *functions) open(ctx context.Context, arg any, opts ...reader.Option) (*reader.Reader, error) {
 	if arg == nil {
 		return nil, fmt.Errorf("%w: storage_id is NULL", ErrArgument)
 	}
@@ -44,7 +44,8 @@ func (fn *functions) open(ctx context.Context, arg any) (*reader.Reader, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: storage_id %q: %w", ErrArgument, s, err)
 	}
-	return reader.Open(ctx, fn.src, id, fn.keys, fn.readerOpts...)
+	// The caller's options come last: theirs win.
+	return reader.Open(ctx, fn.src, id, fn.keys, append(opts, fn.readerOpts...)...)
 }
 
 // A scanArg is an argument of sop_scan as the macro passes it: its text

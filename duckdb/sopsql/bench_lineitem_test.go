@@ -14,6 +14,7 @@ import (
 
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/storageid"
 )
 
 // lineitemSQL makes n rows shaped like TPC-H's lineitem as tpchgen-cli
@@ -77,18 +78,7 @@ func BenchmarkLineitem(b *testing.B) {
 	}
 	opts := "FIELD_IDS {" + strings.Join(ids, ", ") + "}"
 	query := fmt.Sprintf(lineitemSQL, rows)
-	w := ducktest.OpenWriter(b)
-	plain := filepath.Join(b.TempDir(), "lineitem.parquet")
-	ducktest.Exec(b, w, "COPY ("+query+") TO "+ducktest.SQLString(plain)+" ("+opts+")")
-	key := make([]byte, 32)
-	rand.Read(key)
-	dek, err := pme.DEKFromBytes(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st := ducktest.NewStore(b)
-	id, _ := st.ImportFile(b, ducktest.CopyEncrypted(b, w, query, ducktest.FooterKeyValue(base64.StdEncoding.EncodeToString(key)), opts), dek)
-	w.Close()
+	st, id, plain := duckDBObject(b, query, opts)
 	plainScan := "read_parquet(" + ducktest.SQLString(plain) + ")"
 	db, native := openDB(b, st, st, WithThreads(1)), openNative(b, 1)
 	for _, q := range lineitemQueries {
@@ -128,4 +118,25 @@ func BenchmarkLineitem(b *testing.B) {
 			b.ReportMetric(median(theirs), "plaintext-ms")
 		})
 	}
+}
+
+// duckDBObject has DuckDB write the rows of query twice with COPY
+// options opts: as plaintext Parquet (its path returned) and encrypted
+// with a new DEK, imported into a new store as an object (its storage_id
+// returned).
+func duckDBObject(t testing.TB, query, opts string) (*ducktest.Store, storageid.ID, string) {
+	t.Helper()
+	w := ducktest.OpenWriter(t)
+	defer w.Close()
+	plain := filepath.Join(t.TempDir(), "plain.parquet")
+	ducktest.Exec(t, w, "COPY ("+query+") TO "+ducktest.SQLString(plain)+" ("+opts+")")
+	key := make([]byte, 32)
+	rand.Read(key)
+	dek, err := pme.DEKFromBytes(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ducktest.NewStore(t)
+	id, _ := st.ImportFile(t, ducktest.CopyEncrypted(t, w, query, ducktest.FooterKeyValue(base64.StdEncoding.EncodeToString(key)), opts), dek)
+	return st, id, plain
 }

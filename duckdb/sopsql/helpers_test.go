@@ -50,7 +50,7 @@ func (c countingRC) Read(p []byte) (int, error) {
 // openDB opens a DB that reads through src with the DEKs of st.
 func openDB(t testing.TB, st *ducktest.Store, src verify.Source, opts ...Option) *DB {
 	t.Helper()
-	db, err := Open(context.Background(), src, st.Keys, opts...)
+	db, err := Open(context.Background(), src, st.Keys, append([]Option{withPoison()}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -102,4 +102,14 @@ func compareRows(t testing.TB, what string, want, got [][]any) {
 func isDuckDBError(err error) bool {
 	var de *duckdb.Error
 	return errors.As(err, &de)
+}
+
+// withPoison makes every scan overwrite the buffers it frees (bufferPool),
+// so that a use of a batch after its release reads poison: every test DB
+// has it (openDB).
+func withPoison() Option {
+	return func(c *config) error {
+		c.poison = true
+		return nil
+	}
 }

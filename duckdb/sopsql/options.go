@@ -17,6 +17,7 @@ type config struct {
 	threads     int
 	memoryLimit int64
 	valuePath   bool // write every value through duckdb-go, for the tests' reference
+	poison      bool // overwrite every buffer a scan frees, for the tests (bufferPool)
 }
 
 type view struct {

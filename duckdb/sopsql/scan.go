@@ -94,8 +94,12 @@ const (
 //
 // Columns go into DuckDB's vectors in bulk (vector.go): a copy or one loop
 // per vector for fixed-width values and validity masks, one cgo call per
-// vector for strings, child vectors for lists, structs and maps;
-// dictionaries of other values than strings go value by value.
+// vector for strings (read as dictionaries where every chunk of the column
+// is dictionary-encoded, reader.WithDictionaries, and written once per
+// distinct string and vector), child vectors for lists, structs and maps;
+// dictionaries of other values than strings go value by value. The
+// batches of a scan reuse the buffers of the batches before them
+// (pool.go).
 //
 // Nothing comes from footer metadata: sop_scan reports no statistics to
 // DuckDB, and the footer's row count only as the planner's estimate (see
@@ -121,7 +125,7 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 	if err != nil {
 		return err
 	}
-	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath}
+	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath, poison: cfg.poison}
 	varchar := typeInfo(duckdb.TYPE_VARCHAR)
 	scan := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
@@ -166,6 +170,7 @@ type functions struct {
 	keys       reader.KeyResolver
 	readerOpts []reader.Option
 	valuePath  bool
+	poison     bool // overwrite the buffers a scan frees (config.poison)
 }
 
 func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ...any) (_ duckdb.ParallelChunkTableSource, err error) {
@@ -176,15 +181,20 @@ func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ..
 	if err != nil {
 		return nil, err
 	}
-	r, err := fn.open(ctx, p.id)
+	// The scan's batches reuse the buffers of the batches released before
+	// them (pool.go).
+	r, err := fn.open(ctx, p.id, reader.WithAllocator(newBufferPool(poolLimit, fn.poison)))
 	if err != nil {
 		return nil, err
 	}
 	s := &scanSource{ctx: ctx, r: r, sink: sink, batch: p.batch}
 	// Decimals stored as INT32 or INT64 are read as such (decimal32 and
 	// decimal64), not widened into decimal128 by arrow-go only to be
-	// narrowed again into DuckDB's int16, int32 or int64.
-	if s.cols, err = columns(r.NarrowDecimalSchema()); err != nil {
+	// narrowed again into DuckDB's int16, int32 or int64; strings whose
+	// chunks are dictionary-encoded throughout as dictionaries, not
+	// copied out of the dictionary value by value by arrow-go only to be
+	// copied again into DuckDB's vectors (reader.WithDictionaries).
+	if s.cols, err = columns(r.DictionarySchema(r.NarrowDecimalSchema().Fields())); err != nil {
 		return nil, fmt.Errorf("sopsql: object %s: %w", r.ID(), err)
 	}
 	if len(s.cols) == 0 {
@@ -382,7 +392,7 @@ func (s *scanSource) project(ch *duckdb.DataChunk) projection {
 		// DuckDB 1.5.6 asks for column 0 for a count(*); should a DuckDB
 		// ask for none, every column is read, and the rows counted
 		// (Section 11.10).
-		return projection{opts: []reader.ScanOption{reader.WithNarrowDecimals()}, out: fill(len(s.cols), -1)}
+		return projection{opts: scanTypes(), out: fill(len(s.cols), -1)}
 	}
 	ids := make([]int32, 0, len(want))
 	for _, i := range want {
@@ -393,12 +403,18 @@ func (s *scanSource) project(ch *duckdb.DataChunk) projection {
 			for _, i := range want {
 				out[i] = i
 			}
-			return projection{opts: []reader.ScanOption{reader.WithNarrowDecimals()}, out: out}
+			return projection{opts: scanTypes(), out: out}
 		}
 		ids = append(ids, s.cols[i].id)
 	}
 	// The reader returns the projected fields in schema order.
-	return projection{opts: []reader.ScanOption{reader.WithNarrowDecimals(), reader.WithFields(ids...)}, out: want}
+	return projection{opts: append(scanTypes(), reader.WithFields(ids...)), out: want}
+}
+
+// scanTypes are the options that give a scan the types bindScan's columns
+// have.
+func scanTypes() []reader.ScanOption {
+	return []reader.ScanOption{reader.WithNarrowDecimals(), reader.WithDictionaries()}
 }
 
 func fill(n, v int) []int {

@@ -27,6 +27,7 @@ import (
 type writeState struct {
 	pairs []int64 // (start, length) per string, for vector_string.go
 	mask  []uint64
+	dicts dictStates // for vector_dict.go
 }
 
 // A vecWriter writes the elements [off, off+n) of arr as rows 0..n-1 of the

@@ -46,6 +46,46 @@ static void sop_put_one(void *vp, idx_t i, const char *s, uint32_t len) {
 	sop_put(v, (duckdb_string_t *)duckdb_vector_get_data(v), i, s, len);
 }
 
+// sop_fill_dict writes, into elements from..n-1 of v, the dictionary's
+// string idx[i], data[pairs[2j], pairs[2j] + pairs[2j+1]) for j = idx[i],
+// or an empty string where bit i of mask is clear (a NULL), and clears
+// bit i where state[j] says the dictionary's value is NULL. It stops at
+// the first valid row whose index is beyond the nd entries or whose entry
+// Go has not checked yet (state 0), and returns that row, or n. Each
+// distinct string is written once per vector: tab[j] keeps element j's
+// DuckDB string (into the vector's heap when it is longer than 12 bytes),
+// valid while gen[j] is cur (the vector) or all ones (an inlined string,
+// valid in any vector). Declared in vector_dict.go.
+idx_t sop_fill_dict(void *vp, const char *data, const int64_t *pairs, const int32_t *idx, uint64_t *mask, idx_t from, idx_t n,
+                    const uint8_t *state, int32_t nd, duckdb_string_t *tab, uint32_t *gen, uint32_t cur) {
+	duckdb_vector v = (duckdb_vector)vp;
+	duckdb_string_t *dst = (duckdb_string_t *)duckdb_vector_get_data(v);
+	for (idx_t i = from; i < n; i++) {
+		if (!((mask[i >> 6] >> (i & 63)) & 1)) {
+			memset(&dst[i], 0, sizeof(duckdb_string_t));
+			continue;
+		}
+		int32_t j = idx[i];
+		if (j < 0 || j >= nd || state[j] == 0) {
+			return i;
+		}
+		if (state[j] != 1) {
+			mask[i >> 6] &= ~((uint64_t)1 << (i & 63));
+			memset(&dst[i], 0, sizeof(duckdb_string_t));
+			continue;
+		}
+		if (gen[j] == cur || gen[j] == 0xFFFFFFFFu) {
+			dst[i] = tab[j];
+			continue;
+		}
+		uint32_t len = (uint32_t)pairs[2 * j + 1];
+		sop_put(v, dst, i, data + pairs[2 * j], len);
+		tab[j] = dst[i];
+		gen[j] = len <= 12 ? 0xFFFFFFFFu : cur;
+	}
+	return n;
+}
+
 // sop_library_version is the linked library's version, for the test that
 // the vendored header matches it.
 static const char *sop_library_version(void) { return duckdb_library_version(); }
@@ -287,85 +327,6 @@ func viewWriter(text bool) vecWriter {
 			}
 			C.sop_put_one(v.Ptr, C.idx_t(i), p, C.uint32_t(len(b)))
 		}
-		return nil
-	}
-}
-
-// dictWriter writes dictionary-encoded strings or binaries: a row's value
-// is the dictionary's at its index, NULL where the row or that value is.
-func dictWriter(text bool) vecWriter {
-	return func(ws *writeState, v mapping.Vector, arr arrow.Array, off, n int) error {
-		a, ok := arr.(*array.Dictionary)
-		if !ok || off < 0 || off+n > a.Len() {
-			return mismatch(arr)
-		}
-		if n == 0 {
-			return nil
-		}
-		d := a.Dictionary()
-		var offs func(j int) (int64, int64)
-		var data []byte
-		switch d := d.(type) {
-		case *array.String:
-			o, b, err := offsets[int32](d, 0, d.Len())
-			if err != nil {
-				return err
-			}
-			data, offs = b, func(j int) (int64, int64) { return int64(o[j]), int64(o[j+1]) }
-		case *array.Binary:
-			o, b, err := offsets[int32](d, 0, d.Len())
-			if err != nil {
-				return err
-			}
-			data, offs = b, func(j int) (int64, int64) { return int64(o[j]), int64(o[j+1]) }
-		case *array.LargeString:
-			o, b, err := offsets[int64](d, 0, d.Len())
-			if err != nil {
-				return err
-			}
-			data, offs = b, func(j int) (int64, int64) { return o[j], o[j+1] }
-		case *array.LargeBinary:
-			o, b, err := offsets[int64](d, 0, d.Len())
-			if err != nil {
-				return err
-			}
-			data, offs = b, func(j int) (int64, int64) { return o[j], o[j+1] }
-		default:
-			return mismatch(arr)
-		}
-		mask, _, err := writeValidity(v, arr, off, n)
-		if err != nil {
-			return err
-		}
-		pairs := ws.pairsFor(n)
-		dnulls := d.NullN() > 0
-		for i := range n {
-			pairs[2*i], pairs[2*i+1] = 0, 0
-			if !valid(mask, i) {
-				continue
-			}
-			j := a.GetValueIndex(off + i)
-			if j < 0 || j >= d.Len() {
-				return fmt.Errorf("%w: dictionary index %d of %d", ErrData, j, d.Len())
-			}
-			if dnulls && d.IsNull(j) {
-				mask[i/64] &^= 1 << (i % 64)
-				continue
-			}
-			s, e := offs(j)
-			if e-s > math.MaxUint32 {
-				return fmt.Errorf("%w: a string of %d bytes", ErrData, e-s)
-			}
-			if text && !utf8.Valid(data[s:e]) {
-				return fmt.Errorf("%w: string %q is not UTF-8", ErrData, data[s:e])
-			}
-			pairs[2*i], pairs[2*i+1] = s, e-s
-		}
-		var dp *C.char
-		if len(data) > 0 {
-			dp = (*C.char)(unsafe.Pointer(&data[0]))
-		}
-		C.sop_fill_pairs(v.Ptr, dp, (*C.int64_t)(unsafe.Pointer(&pairs[0])), C.idx_t(n))
 		return nil
 	}
 }

@@ -80,3 +80,20 @@ func ReadNarrow(m *pqarrow.SchemaManifest, fields []arrow.Field) {
 		}
 	}
 }
+
+// ReadDates makes pqarrow read, in m (a manifest Apply corrected), each
+// top-level date32 column stored as INT32 (Parquet's DATE) as int32:
+// pqarrow hands over its decoded buffer as it is, where for a date32 it
+// copies each value into a new buffer of the same bits. Retype and Record
+// then type the arrays read as date32 again, over the same buffers.
+func ReadDates(sc *schema.Schema, m *pqarrow.SchemaManifest) {
+	for i := range m.Fields {
+		sf := &m.Fields[i]
+		if len(sf.Children) != 0 || sf.Field.Type.ID() != arrow.DATE32 || sf.ColIndex < 0 || sf.ColIndex >= sc.NumColumns() {
+			continue
+		}
+		if sc.Column(sf.ColIndex).PhysicalType() == parquet.Types.Int32 {
+			sf.Field.Type = arrow.PrimitiveTypes.Int32
+		}
+	}
+}

@@ -247,3 +247,77 @@ func TestDictionaryFallback(t *testing.T) {
 		t.Errorf("read %v, values equal %v", got.DataType(), array.Equal(got, rec.Column(0)))
 	}
 }
+
+// TestReadDates: ReadDates has pqarrow read a top-level DATE column as the
+// int32 it decodes (zero-copy, where a date32 is copied value by value),
+// leaves a nested one and other columns as they are, and Record types the
+// batches read as date32 again, the same values and nulls.
+func TestReadDates(t *testing.T) {
+	t.Parallel()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.FixedWidthTypes.Date32), Nullable: true},
+		{Name: "i", Type: arrow.PrimitiveTypes.Int32},
+	}, nil)
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), sc)
+	defer b.Release()
+	const rows = 3000
+	for i := range rows {
+		if i%7 == 0 {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.Date32Builder).Append(arrow.Date32(i*31 - 9000))
+		}
+		lb := b.Field(1).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Date32Builder).Append(arrow.Date32(i))
+		b.Field(2).(*array.Int32Builder).Append(int32(i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	if err := pqarrow.WriteTable(tbl, &buf, rows, nil, pqarrow.NewArrowWriterProperties()); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1000}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, _ := pqtypes.Apply(pf.MetaData().Schema, fr.Manifest, nil)
+	pqtypes.ReadDates(pf.MetaData().Schema, fr.Manifest)
+	for i, want := range []arrow.DataType{arrow.PrimitiveTypes.Int32, arrow.ListOf(arrow.FixedWidthTypes.Date32), arrow.PrimitiveTypes.Int32} {
+		if got := fr.Manifest.Fields[i].Field.Type; !arrow.TypeEqual(got, want) {
+			t.Errorf("manifest field %d: %s, want %s", i, got, want)
+		}
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := pqtypes.NewRecordReader(rr, fields)
+	defer r.Release()
+	n := 0
+	for r.Next() {
+		got := r.RecordBatch()
+		d, ok := got.Column(0).(*array.Date32)
+		if !ok {
+			t.Fatalf("column d read as %s", got.Column(0).DataType())
+		}
+		for k := range d.Len() {
+			w := rec.Column(0).(*array.Date32)
+			if d.IsNull(k) != w.IsNull(n+k) || d.IsValid(k) && d.Value(k) != w.Value(n+k) {
+				t.Fatalf("row %d: %s, want %s", n+k, d.ValueStr(k), w.ValueStr(n+k))
+			}
+		}
+		n += d.Len()
+	}
+	if err := r.Err(); err != nil || n != rows {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+}

@@ -81,6 +81,11 @@ func Retype(want, got arrow.DataType) arrow.DataType {
 			return w
 		}
 		return got
+	case *arrow.Date32Type: // ReadDates'
+		if got.ID() == arrow.INT32 {
+			return w
+		}
+		return got
 	case *arrow.Decimal32Type: // ReadNarrow's
 		if got.ID() == arrow.INT32 {
 			return w
