@@ -193,12 +193,19 @@ func (r *Reader) loadChunkInfo() error {
 // and the view. A scan passes its budget, which arrow-go then allocates
 // through.
 func (r *Reader) open(ctx context.Context, b *budget) (*file.Reader, *plainView, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool, ptPool: &r.ptPool,
-		info: r.info, budget: b, plainLen: make(map[int64]int64)}
 	var mem memory.Allocator = r.alloc
 	if b != nil {
 		mem = b
 	}
+	return r.openWith(ctx, b, mem)
+}
+
+// openWith is open with arrow-go allocating through mem: a parallel scan's
+// workers size their page checks by b and allocate through the scan's
+// shared accounting.
+func (r *Reader) openWith(ctx context.Context, b *budget, mem memory.Allocator) (*file.Reader, *plainView, error) {
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool, ptPool: &r.ptPool,
+		info: r.info, budget: b, plainLen: make(map[int64]int64)}
 	props := parquet.NewReaderProperties(mem)
 	// One buffered stream per column chunk, as large as the chunk: arrow-go
 	// then reads a chunk with one ReadAt and meets the end of its plaintext

@@ -57,6 +57,7 @@ type scanConfig struct {
 	batch     int64
 	memLimit  int64
 	maxValues int64
+	parallel  int // WithParallelism, or 0 for GOMAXPROCS
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs

@@ -105,6 +105,11 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		view.close()
 		return nil, err
 	}
+	if par := cfg.workers(len(rgs)); par > 1 {
+		view.close()
+		defer rr.Release()
+		return r.scanParallel(ctx, cancel, &cfg, cols, rgs, b, values, rr, par), nil
+	}
 	f := startFetcher(ctx, view, r.grid, cols, rgs)
 	sr := &scanReader{rr: rr, schema: r.scanSchema(rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
 		done: func() { cancel(); f.stop(); view.close() }}
@@ -368,19 +373,25 @@ func (s *scanReader) Next() (ok bool) {
 // typed returns the error of the scan: the view's if it failed (its error
 // is typed, and arrow-go may have wrapped it without %w), else err as an
 // ErrDecode.
-func (s *scanReader) typed(err error) error {
-	if verr := s.view.failure(); verr != nil {
+func (s *scanReader) typed(err error) error { return typedErr(s.view, err) }
+
+// typedErr is scanReader.typed of a decoder reading view.
+func typedErr(view *plainView, err error) error {
+	if verr := view.failure(); verr != nil {
 		return verr
 	}
 	return fmt.Errorf("%w: %w", ErrDecode, err)
 }
 
 // recovered turns a panic of the decoder into the scan's error.
-func (s *scanReader) recovered(p any) error {
+func (s *scanReader) recovered(p any) error { return recoveredErr(s.view, p) }
+
+// recoveredErr is scanReader.recovered of a decoder reading view.
+func recoveredErr(view *plainView, p any) error {
 	if b, ok := p.(errBudget); ok {
 		return fmt.Errorf("%w: a batch needs more than %d bytes (%d asked); lower WithBatchSize or raise WithMemoryLimit", ErrMemoryLimit, b.limit, b.want)
 	}
-	if verr := s.view.failure(); verr != nil {
+	if verr := view.failure(); verr != nil {
 		return verr
 	}
 	if err, ok := p.(error); ok {

@@ -1,0 +1,529 @@
+package reader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/pqtypes"
+	"github.com/sovm/sop-pme/pme"
+)
+
+// WithParallelism sets how many row groups a scan decodes at once (default
+// runtime.GOMAXPROCS(0), and never more than the scan's row groups). Each
+// row group in flight is fetched, verified against storage_id, opened and
+// checked whole (Section 11.10) before arrow-go decodes it, with a record
+// reader of its own, on a goroutine of the scan's; the records come out in
+// the scan's row-group order, as a sequential scan returns them. A row group
+// that fails verification, authentication or a check fails the scan at that
+// row group: the rows of the row groups before it come out exact, and none
+// of its own. The row groups in flight share the scan's one memory limit
+// (WithMemoryLimit; see parallel_mem.go): a parallel scan fails no batch
+// that a sequential one decodes and uses no more memory than it, beyond the
+// plaintext of n row groups' projected chunks, against two row groups'. A
+// panic of the decoder is an ErrDecode error, the context stops every
+// worker between two allocations, and Release waits for them all.
+// WithParallelism(1) is the sequential scan, which decodes in the goroutine
+// that calls Next while a goroutine fetches the next row group ahead.
+func WithParallelism(n int) ScanOption {
+	return func(c *scanConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: parallelism %d", ErrOption, n)
+		}
+		c.parallel = n
+		return nil
+	}
+}
+
+// workers returns how many row groups a scan of rgs row groups decodes at
+// once.
+func (c *scanConfig) workers(rgs int) int {
+	n := c.parallel
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	return max(1, min(n, rgs))
+}
+
+// rgTask is one row group of a parallel scan (fields under parScan.mu).
+type rgTask struct {
+	seq   int   // its place in the scan's order
+	rg    int   // its index in the object
+	held  int64 // the bytes of its projected chunks
+	queue []queuedBatch
+	taken int  // batches the caller has taken
+	skip  int  // batches a worker decoding it again drops: the caller has them
+	done  bool // no batch comes after those queued
+	err   error
+}
+
+// queuedBatch is a decoded batch and the bytes counted for it.
+type queuedBatch struct {
+	rec   arrow.RecordBatch
+	bytes int64
+}
+
+// queueDepth is how many decoded batches of a row group wait for the
+// caller: a worker decodes the next while one waits.
+const queueDepth = 1
+
+// parScan is the RecordReader of a Scan with WithParallelism above 1. The
+// caller takes the batches of the head (the row group it reads); workers
+// decode the row groups after it, at most par of them in flight.
+type parScan struct {
+	r      *Reader
+	ctx    context.Context
+	cancel context.CancelFunc
+	cols   []int
+	rgs    []int
+	par    int
+	batch  int64
+	ncols  int
+	memCap int64 // WithMemoryLimit, or 0
+	b      *budget
+	values *valueBudget
+	schema *arrow.Schema
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	tasks     []*rgTask // dispatched, in order
+	head      int       // the task the caller reads
+	inUse     int64     // see parallel_mem.go
+	peakInUse int64
+	yield     bool // the head waits for memory the others hold
+	stopped   bool // Release, or the context
+	noMore    bool // a row group failed: dispatch no more
+	gaveUp    int  // row groups given up to make room (for tests)
+	workers   sync.WaitGroup
+
+	// The caller's side.
+	refs atomic.Int64
+	out  arrow.RecordBatch
+	err  error
+}
+
+var _ array.RecordReader = (*parScan)(nil)
+
+// scanParallel starts a parallel scan; Scan has checked the options, the
+// memory of the column decoders, the values of the first row group, and
+// built rr, the first row group's record reader, for the schema.
+func (r *Reader) scanParallel(ctx context.Context, cancel context.CancelFunc, cfg *scanConfig, cols, rgs []int, b *budget, values *valueBudget, rr pqarrow.RecordReader, par int) *parScan {
+	s := &parScan{r: r, ctx: ctx, cancel: cancel, cols: cols, rgs: rgs, par: par, batch: cfg.batch,
+		ncols: b.columns, memCap: cfg.memLimit, b: b, values: values, schema: r.scanSchema(rr.Schema())}
+	s.cond = sync.NewCond(&s.mu)
+	s.refs.Store(1)
+	context.AfterFunc(ctx, s.stop)
+	s.workers.Add(par)
+	for range par {
+		go s.work()
+	}
+	return s
+}
+
+// stop ends the workers' row groups.
+func (s *parScan) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// held returns the bytes of row group rg's projected chunks.
+func (s *parScan) held(rg int) int64 {
+	var n int64
+	for j, c := range s.r.grid[rg] {
+		if s.cols == nil || slices.Contains(s.cols, j) {
+			n += c.Len
+		}
+	}
+	return n
+}
+
+// limit returns the scan's memory limit (under s.mu): the sequential
+// scan's for the head's row group.
+func (s *parScan) limit() int64 {
+	switch {
+	case s.head < len(s.tasks):
+		return s.b.total(s.tasks[s.head].held)
+	case s.head < len(s.rgs):
+		return s.b.total(s.held(s.rgs[s.head]))
+	}
+	return s.b.total(0)
+}
+
+// take dispatches the next row group to a worker, in order, once it is
+// within par of the head, charging its values; nil when there is none.
+func (s *parScan) take() *rgTask {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.stopped || s.noMore || len(s.tasks) == len(s.rgs) {
+			return nil
+		}
+		if len(s.tasks) < s.head+s.par {
+			break
+		}
+		s.cond.Wait()
+	}
+	seq := len(s.tasks)
+	t := &rgTask{seq: seq, rg: s.rgs[seq], held: s.held(s.rgs[seq])}
+	s.tasks = append(s.tasks, t)
+	s.cond.Broadcast()
+	if seq > 0 { // Scan charged the first
+		if err := s.values.take(t.rg); err != nil {
+			t.done, t.err, s.noMore = true, err, true
+			return nil
+		}
+	}
+	return t
+}
+
+// finish ends task t with err.
+func (s *parScan) finish(t *rgTask, err error) {
+	s.mu.Lock()
+	t.done, t.err = true, err
+	if err != nil {
+		s.noMore = true
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// worker is one decoding goroutine of a parallel scan, with its own view,
+// arrow-go file reader and allocator.
+type worker struct {
+	s    *parScan
+	mem  *workerMem
+	view *plainView
+	fr   *pqarrow.FileReader
+	f    *fetcher // for rowGroup and fill; it runs no goroutine
+}
+
+func (s *parScan) work() {
+	defer s.workers.Done()
+	w := &worker{s: s, mem: newWorkerMem(s, s.r.alloc)}
+	// The view's budget only sizes the page checks (checkPages), as the
+	// sequential scan's does; the decoder allocates through w.mem.
+	pf, view, err := s.r.openWith(s.ctx, newBudget(s.r.alloc, s.memCap, s.ncols), w.mem)
+	if err == nil {
+		defer view.close()
+		w.view = view
+		err = catch(ErrDecode, func() error {
+			var err error
+			if w.fr, _, err = s.r.fileReader(pf, pqarrow.ArrowReadProperties{BatchSize: s.batch, Parallel: false}, w.mem); err != nil {
+				return fmt.Errorf("%w: %v", pme.ErrFormat, err)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		if t := s.take(); t != nil {
+			s.finish(t, err)
+		}
+		return
+	}
+	w.f = &fetcher{view: view, grid: s.r.grid, cols: s.cols}
+	for t := s.take(); t != nil; t = s.take() {
+		if !w.run(t) {
+			return
+		}
+	}
+}
+
+// run fetches, verifies and opens task t's chunks, then decodes them,
+// queueing the batches for the caller. It reports false if the scan
+// stopped.
+func (w *worker) run(t *rgTask) bool {
+	s := w.s
+	d := w.f.rowGroup(t.rg)
+	if !w.f.fill(s.ctx, d) {
+		var err error
+		for _, c := range d.spans {
+			if err = d.chunks[c.Off].err; err != nil {
+				break
+			}
+		}
+		d.clear(w.view)
+		s.finish(t, err)
+		return s.ctx.Err() == nil
+	}
+	w.view.setCurrent(d)
+	for {
+		again, err := w.decode(t)
+		if err == errStop {
+			return false
+		}
+		if !again {
+			s.finish(t, err)
+			return true
+		}
+		// Given up to make room: decode it again as the head.
+		s.mu.Lock()
+		for !s.stopped && s.head != t.seq {
+			s.cond.Wait()
+		}
+		stopped := s.stopped
+		s.mu.Unlock()
+		if stopped {
+			return false
+		}
+	}
+}
+
+// errStop is decode's error when the scan stopped.
+var errStop = errors.New("reader: the scan stopped")
+
+// decode decodes task t's row group, whose chunks the view holds, with a
+// record reader of its own, and queues its batches. again reports that
+// the worker gave the row group up to make room for the head's.
+func (w *worker) decode(t *rgTask) (again bool, err error) {
+	s := w.s
+	s.mu.Lock()
+	for {
+		if s.stopped {
+			s.mu.Unlock()
+			return false, errStop
+		}
+		limit := s.limit()
+		if t.seq != s.head && (s.yield || s.inUse+s.b.cols > limit) {
+			s.mu.Unlock()
+			return true, nil
+		}
+		if s.inUse+s.b.cols <= limit {
+			if t.seq == s.head {
+				s.yield = false
+			}
+			break
+		}
+		s.yield = true
+		s.cond.Broadcast()
+		s.cond.Wait()
+	}
+	w.mem.task, w.mem.dec = t, s.b.cols
+	s.inUse += s.b.cols
+	skip := t.skip
+	s.mu.Unlock()
+
+	var rr pqarrow.RecordReader
+	defer func() {
+		defer func() { _ = recover() }() // see scanReader.Release
+		if rr != nil {
+			rr.Release()
+		}
+	}()
+	// Whatever ends the row group, the worker's memory is uncounted.
+	defer func() {
+		s.mu.Lock()
+		w.mem.drop()
+		s.mu.Unlock()
+	}()
+	err = catch(ErrDecode, func() error {
+		var err error
+		if rr, err = w.fr.GetRecordReader(s.ctx, s.cols, []int{t.rg}); err != nil {
+			return fmt.Errorf("%w: %w", ErrDecode, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	for n := 0; ; n++ {
+		ok, p := w.next(rr)
+		switch p.(type) {
+		case nil:
+		case errYield:
+			return w.giveUp(t), nil
+		case errStopped:
+			return false, errStop
+		default:
+			return false, recoveredErr(w.view, p)
+		}
+		if !ok {
+			if err := rr.Err(); err != nil {
+				return false, typedErr(w.view, err)
+			}
+			return false, nil
+		}
+		rec, err := pqtypes.Record(s.schema, rr.RecordBatch())
+		if err != nil {
+			return false, fmt.Errorf("%w: %w", ErrDecode, err)
+		}
+		if n < skip {
+			s.mu.Lock()
+			s.inUse -= w.mem.settle()
+			s.mu.Unlock()
+			rec.Release()
+			continue
+		}
+		switch w.push(t, rec) {
+		case errYield{}:
+			rec.Release()
+			return w.giveUp(t), nil
+		case errStopped{}:
+			rec.Release()
+			return false, errStop
+		}
+	}
+}
+
+// next decodes the next batch of rr, armed: a panic is returned.
+func (w *worker) next(rr pqarrow.RecordReader) (ok bool, p any) {
+	s := w.s
+	s.mu.Lock()
+	// What building the record reader, or the batch before, allocated
+	// and kept is the column decoders' (columnCost each, counted while
+	// the worker holds them), as for the sequential scan's budget.
+	s.inUse -= w.mem.settle()
+	w.mem.armed = true
+	s.mu.Unlock()
+	defer func() {
+		p = recover()
+		s.mu.Lock()
+		w.mem.armed = false
+		s.mu.Unlock()
+	}()
+	return rr.Next(), nil
+}
+
+// push queues rec for the caller, waiting while t's queue is full; it
+// returns errYield or errStopped if it did not.
+func (w *worker) push(t *rgTask, rec arrow.RecordBatch) any {
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(t.queue) >= queueDepth {
+		if s.stopped {
+			return errStopped{}
+		}
+		if s.yield && t.seq != s.head {
+			return errYield{}
+		}
+		s.cond.Wait()
+	}
+	t.queue = append(t.queue, queuedBatch{rec: rec, bytes: w.mem.settle()})
+	s.cond.Broadcast()
+	return nil
+}
+
+// giveUp drops what the worker decoded of t and the caller has not taken;
+// a second decoding skips what it took. It returns true.
+func (w *worker) giveUp(t *rgTask) bool {
+	s := w.s
+	s.mu.Lock()
+	q := t.queue
+	t.queue = nil
+	for _, b := range q {
+		s.inUse -= b.bytes
+	}
+	t.skip = t.taken
+	s.gaveUp++
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for _, b := range q {
+		b.rec.Release()
+	}
+	return true
+}
+
+func (s *parScan) Schema() *arrow.Schema { return s.schema }
+
+// Next returns the next batch in the scan's order: the head's, or, once
+// the head is done, the next row group's.
+func (s *parScan) Next() bool {
+	if s.err != nil {
+		return false
+	}
+	if s.out != nil {
+		s.out.Release()
+		s.out = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		// The caller's deadline ends the scan between any two batches.
+		if err := s.ctx.Err(); err != nil {
+			s.err = err
+			return false
+		}
+		if s.head == len(s.rgs) {
+			return false
+		}
+		if s.head < len(s.tasks) {
+			t := s.tasks[s.head]
+			if len(t.queue) > 0 {
+				q := t.queue[0]
+				t.queue = slices.Delete(t.queue, 0, 1)
+				t.taken++
+				s.inUse -= q.bytes
+				s.cond.Broadcast()
+				s.out = q.rec
+				return true
+			}
+			if t.done {
+				if t.err != nil {
+					s.err = t.err
+					return false
+				}
+				s.tasks[s.head] = &rgTask{seq: t.seq, held: t.held, done: true}
+				s.head++
+				s.cond.Broadcast()
+				continue
+			}
+		} else if s.noMore {
+			return false
+		}
+		s.cond.Wait()
+	}
+}
+
+// RecordBatch returns the current batch, or nil after an error.
+func (s *parScan) RecordBatch() arrow.RecordBatch {
+	if s.err != nil {
+		return nil
+	}
+	return s.out
+}
+
+// Record returns the current batch.
+//
+// Deprecated: use RecordBatch.
+func (s *parScan) Record() arrow.RecordBatch { return s.RecordBatch() }
+
+// Err returns the error that stopped the scan, if any.
+func (s *parScan) Err() error { return s.err }
+
+func (s *parScan) Retain() { s.refs.Add(1) }
+
+// Release, with the last reference, stops the workers and waits for them;
+// each clears the plaintext it holds.
+func (s *parScan) Release() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	s.cancel()
+	s.stop()
+	s.workers.Wait()
+	s.mu.Lock()
+	var recs []arrow.RecordBatch
+	for _, t := range s.tasks[s.head:] {
+		for _, q := range t.queue {
+			recs = append(recs, q.rec)
+		}
+		t.queue = nil
+	}
+	s.mu.Unlock()
+	for _, r := range recs {
+		r.Release()
+	}
+	if s.out != nil {
+		s.out.Release()
+		s.out = nil
+	}
+}
