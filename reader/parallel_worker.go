@@ -247,4 +247,3 @@ func (w *worker) giveUp(t *rgTask) bool {
 	}
 	return true
 }
-
