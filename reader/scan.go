@@ -15,9 +15,11 @@ import (
 )
 
 // Scan returns a reader of the object's rows as Arrow records, projected and
-// restricted by opts. It reads one row group at a time: memory is bounded by
-// the projected column chunks of one row group, and what decoding a batch
-// allocates by WithMemoryLimit. Each chunk is verified against storage_id
+// restricted by opts. It decodes WithParallelism row groups at once (by
+// default GOMAXPROCS), returning their records in order; with one, it reads
+// one row group at a time, and the next one's chunks ahead. Memory is bounded
+// by the projected column chunks of the row groups in flight, and what
+// decoding their batches allocates, together, by WithMemoryLimit. Each chunk is verified against storage_id
 // before it is decrypted, and its pages are checked against the footer
 // before they are decoded; a chunk that fails makes the record reader fail,
 // with an error matching verify.ErrVerify, pme.ErrAuth or ErrFormat, before
