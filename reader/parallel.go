@@ -85,6 +85,7 @@ type parScan struct {
 	ncols  int
 	memCap int64 // WithMemoryLimit, or 0
 	b      *budget
+	pool   *bufPool // the allocator under the workers'
 	values *valueBudget
 	schema *arrow.Schema
 
@@ -111,8 +112,8 @@ var _ array.RecordReader = (*parScan)(nil)
 // scanParallel starts a parallel scan; Scan has checked the options, the
 // memory of the column decoders, the values of the first row group, and
 // built rr, the first row group's record reader, for the schema.
-func (r *Reader) scanParallel(ctx context.Context, cancel context.CancelFunc, cfg *scanConfig, cols, rgs []int, b *budget, values *valueBudget, rr pqarrow.RecordReader, par int) *parScan {
-	s := &parScan{r: r, ctx: ctx, cancel: cancel, cols: cols, rgs: rgs, par: par, batch: cfg.batch,
+func (r *Reader) scanParallel(ctx context.Context, cancel context.CancelFunc, cfg *scanConfig, cols, rgs []int, b *budget, pool *bufPool, values *valueBudget, rr pqarrow.RecordReader, par int) *parScan {
+	s := &parScan{r: r, ctx: ctx, cancel: cancel, cols: cols, rgs: rgs, par: par, batch: cfg.batch, pool: pool,
 		ncols: b.columns, memCap: cfg.memLimit, b: b, values: values, schema: r.scanSchema(rr.Schema())}
 	s.cond = sync.NewCond(&s.mu)
 	s.refs.Store(1)
@@ -287,4 +288,5 @@ func (s *parScan) Release() {
 		s.out.Release()
 		s.out = nil
 	}
+	s.pool.drain()
 }

@@ -24,7 +24,7 @@ type worker struct {
 
 func (s *parScan) work() {
 	defer s.workers.Done()
-	w := &worker{s: s, mem: newWorkerMem(s, s.r.alloc)}
+	w := &worker{s: s, mem: newWorkerMem(s, s.pool)}
 	// The view's budget only sizes the page checks (checkPages), as the
 	// sequential scan's does; the decoder allocates through w.mem.
 	pf, view, err := s.r.openWith(s.ctx, newBudget(s.r.alloc, s.memCap, s.ncols), w.mem)

@@ -65,6 +65,9 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			}
 		}
 	}
+	// The decoder's buffers come back for the next batches (bufPool).
+	pool := newBufPool(r.alloc, b.total(first))
+	b.mem = pool
 	if !b.fits(first) {
 		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d (the default makes room for up to %d); project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first), DefaultMaxColumns)
 	}
@@ -110,11 +113,11 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 	if par := cfg.workers(len(rgs)); par > 1 {
 		view.close()
 		defer rr.Release()
-		return r.scanParallel(ctx, cancel, &cfg, cols, rgs, b, values, rr, par), nil
+		return r.scanParallel(ctx, cancel, &cfg, cols, rgs, b, pool, values, rr, par), nil
 	}
 	f := startFetcher(ctx, view, r.grid, cols, rgs)
 	sr := &scanReader{rr: rr, schema: r.scanSchema(rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
-		done: func() { cancel(); f.stop(); view.close() }}
+		done: func() { cancel(); f.stop(); view.close(); pool.drain() }}
 	sr.refs.Store(1)
 	return sr, nil
 }
