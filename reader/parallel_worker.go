@@ -167,9 +167,15 @@ func (w *worker) decode(t *rgTask) (again bool, err error) {
 			}
 			return false, nil
 		}
-		rec, err := pqtypes.Record(s.schema, rr.RecordBatch())
-		if err != nil {
-			return false, fmt.Errorf("%w: %w", ErrDecode, err)
+		var rec arrow.RecordBatch
+		if err := catch(ErrDecode, func() error {
+			var err error
+			if rec, err = pqtypes.Record(s.schema, rr.RecordBatch()); err != nil {
+				return fmt.Errorf("%w: %w", ErrDecode, err)
+			}
+			return nil
+		}); err != nil {
+			return false, err
 		}
 		if n < skip {
 			s.mu.Lock()
