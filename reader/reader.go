@@ -128,7 +128,6 @@ type Reader struct {
 	grid      [][]pme.Span // the column chunks by row group and leaf column
 	info      map[int64]chunkInfo
 	numLeaves int
-	maxChunk  int64
 	ctPool    sync.Pool // buffers for the modules of a chunk (ciphertext only)
 	ptPool    sync.Pool // buffers for the plaintext of a chunk, cleared before they return
 	nrg       int
