@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/sovm/sop-pme/internal/testkit/hostile"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/verify"
 	"github.com/sovm/sop-pme/writer"
@@ -347,44 +346,5 @@ func TestParallelScanMemoryLimit(t *testing.T) {
 	rr.Release()
 	if peak == 0 || peak > limit {
 		t.Errorf("default limit: peak %d bytes, limit %d", peak, limit)
-	}
-}
-
-// TestHostileParallel: every hostile case reads with 8 row groups at once
-// as it reads sequentially: the same error, or the same rows.
-func TestHostileParallel(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dek := fuzzKey()
-	for _, c := range hostileCases() {
-		t.Run(c.Name, func(t *testing.T) {
-			t.Parallel()
-			if c.err != nil {
-				t.Fatal(c.err)
-			}
-			st := hostile.NewStore()
-			id := st.Put(c.obj, dek)
-			read := func(par int) (int64, error) {
-				r, err := reader.Open(ctx, st, id, st)
-				if err != nil {
-					return 0, err
-				}
-				rr, err := r.Scan(ctx, reader.WithParallelism(par))
-				if err != nil {
-					return 0, err
-				}
-				defer rr.Release()
-				var rows int64
-				for rr.Next() {
-					rows += rr.RecordBatch().NumRows()
-				}
-				return rows, rr.Err()
-			}
-			rows1, err1 := read(1)
-			rows8, err8 := read(8)
-			if rows1 != rows8 || (err1 == nil) != (err8 == nil) || (c.Want != nil && !errors.Is(err8, c.Want)) {
-				t.Errorf("sequential: %d rows, %v; 8 at once: %d rows, %v", rows1, err1, rows8, err8)
-			}
-		})
 	}
 }

@@ -163,14 +163,7 @@ func readPart(p, plain []byte, rel int64) (int, error) {
 // stays the row group's, and setCurrent clears it with the others. ok is
 // false if the fetcher does not open c, or the decoder took it whole.
 func (v *plainView) held(c pme.Span) (plain []byte, ok bool, err error) {
-	v.mu.Lock()
-	var ch *chunkPlain
-	if v.current != nil {
-		if ch = v.current.chunks[c.Off]; ch != nil && ch.taken {
-			ch = nil
-		}
-	}
-	v.mu.Unlock()
+	ch := v.pending(c, false)
 	if ch == nil {
 		return nil, false, nil
 	}
@@ -223,18 +216,7 @@ func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
 // opened it, and hands it over: ok is false if the fetcher does not open c,
 // or it was taken before.
 func (v *plainView) take(c pme.Span) (plain []byte, ok bool, err error) {
-	v.mu.Lock()
-	var ch *chunkPlain
-	if v.current != nil {
-		// The map is the fetcher's, read-only once handed over; taken is
-		// the view's, under v.mu.
-		if ch = v.current.chunks[c.Off]; ch != nil && ch.taken {
-			ch = nil
-		} else if ch != nil {
-			ch.taken = true
-		}
-	}
-	v.mu.Unlock()
+	ch := v.pending(c, true)
 	if ch == nil {
 		return nil, false, nil
 	}
@@ -245,6 +227,26 @@ func (v *plainView) take(c pme.Span) (plain []byte, ok bool, err error) {
 		return nil, false, v.ctx.Err()
 	}
 	return ch.plain, ch.err == nil, ch.err
+}
+
+// pending returns chunk c of the current row group, if the fetcher opens it
+// and the decoder has not taken it; take hands it over. (The map is the
+// fetcher's, read-only once handed over; taken and read are the view's,
+// under v.mu.)
+func (v *plainView) pending(c pme.Span, take bool) *chunkPlain {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.current == nil {
+		return nil
+	}
+	ch := v.current.chunks[c.Off]
+	if ch == nil || ch.taken {
+		return nil
+	}
+	if take {
+		ch.taken = true
+	}
+	return ch
 }
 
 // setCurrent hands the view the row group arrow-go reads next, and clears
