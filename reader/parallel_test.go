@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/verify"
 	"github.com/sovm/sop-pme/writer"
@@ -346,5 +348,48 @@ func TestParallelScanMemoryLimit(t *testing.T) {
 	rr.Release()
 	if peak == 0 || peak > limit {
 		t.Errorf("default limit: peak %d bytes, limit %d", peak, limit)
+	}
+}
+
+// TestParallelScanRoomHeld: rows of one repeated 1,000-byte string, in row
+// groups whose batches take most of the default memory limit, read whole
+// with 2 row groups at once within a deadline. A worker that had decoded
+// its row group ahead left its last batch queued, counted, and went on; the
+// head, needing that room, waited for it for ever (the writer's test of
+// large values hung).
+func TestParallelScanRoomHeld(t *testing.T) {
+	t.Parallel()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Metadata: fid(1)}}, nil)
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	v := strings.Repeat("x", 1000)
+	for range 200_000 {
+		b.Append(v)
+	}
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+	defer rec.Release()
+	st := newMemStore()
+	obj := writeObject(t, st, schema, rec)
+	r := flatReader(t, st, obj)
+	if r.NumRowGroups() < 3 {
+		t.Fatalf("%d row groups, want ≥ 3", r.NumRowGroups())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rr, err := r.Scan(ctx, reader.WithParallelism(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	var rows int64
+	for rr.Next() {
+		rows += rr.RecordBatch().NumRows()
+	}
+	_, _, gaveUp, _ := reader.ParallelStats(rr)
+	t.Logf("%d row groups: %d rows, %v; %d given up", r.NumRowGroups(), rows, rr.Err(), gaveUp)
+	if rows != 200_000 || rr.Err() != nil {
+		t.Errorf("%d rows, then %v; want 200000 rows", rows, rr.Err())
 	}
 }

@@ -58,6 +58,9 @@ func (s *parScan) work() {
 // stopped.
 func (w *worker) run(t *rgTask) bool {
 	s := w.s
+	// The row group before is done: its plaintext is cleared before the
+	// next is opened, so that a worker holds one row group's.
+	w.view.setCurrent(nil)
 	d := w.f.rowGroup(t.rg)
 	if !w.f.fill(s.ctx, d) {
 		var err error
@@ -77,8 +80,14 @@ func (w *worker) run(t *rgTask) bool {
 			return false
 		}
 		if !again {
-			s.finish(t, err)
-			return true
+			gaveUp, stopped := w.await(t)
+			if stopped {
+				return false
+			}
+			if !gaveUp {
+				s.finish(t, err)
+				return true
+			}
 		}
 		// Given up to make room: decode it again as the head.
 		s.mu.Lock()
@@ -91,6 +100,29 @@ func (w *worker) run(t *rgTask) bool {
 			return false
 		}
 	}
+}
+
+// await waits, for a row group ahead of the head that the worker has
+// decoded, until the caller has taken its queued batches or it is the
+// head: the worker stays with the memory its batches hold, and gives the
+// row group up (gaveUp, to decode it again as the head) if the head needs
+// that room.
+func (w *worker) await(t *rgTask) (gaveUp, stopped bool) {
+	s := w.s
+	s.mu.Lock()
+	for len(t.queue) > 0 && t.seq != s.head {
+		if s.stopped {
+			s.mu.Unlock()
+			return false, true
+		}
+		if s.yield {
+			s.mu.Unlock()
+			return w.giveUp(t), false
+		}
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+	return false, false
 }
 
 // errStop is decode's error when the scan stopped.
