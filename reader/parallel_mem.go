@@ -15,9 +15,11 @@ import (
 // never passes it. The head may use, for its own batch, what the
 // sequential scan would: beyond that its batch fails with ErrMemoryLimit,
 // as the sequential one does. A worker ahead of the head that would take
-// inUse beyond the limit, or that holds memory the head needs, gives its row
-// group up (errYield: it drops what it decoded, which the caller has not
-// seen) and decodes it again once it is the head; the head waits for them.
+// inUse beyond the limit, or that holds memory the head needs (in a batch,
+// or in batches it decoded and waits with until the caller takes them),
+// gives its row group up (errYield: it drops what it decoded, which the
+// caller has not seen) and decodes it again once it is the head; the head
+// waits for them.
 // So a parallel scan fails no batch the sequential one decodes, and uses no
 // more memory than it.
 
