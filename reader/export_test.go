@@ -14,3 +14,17 @@ func WithAnyDictionaries() ScanOption {
 		return nil
 	}
 }
+
+// ParallelStats returns, for a scan with WithParallelism above 1, the
+// most memory its row groups in flight held at once, its limit for the
+// last row group, and how many row groups it gave up to make room; ok is
+// false for a sequential scan.
+func ParallelStats(rr any) (peak, limit int64, gaveUp int, ok bool) {
+	s, ok := rr.(*parScan)
+	if !ok {
+		return 0, 0, 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peakInUse, s.limit(), s.gaveUp, true
+}

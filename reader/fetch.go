@@ -15,6 +15,7 @@ type chunkPlain struct {
 	plain []byte
 	err   error
 	taken bool // handed to the decoder (plainView.take)
+	read  bool // read in parts by the decoder (plainView.held)
 }
 
 // rowGroupPlain is the chunks a scan reads in one row group, which the

@@ -13,14 +13,14 @@ import (
 	"github.com/sovm/sop-pme/storageid"
 )
 
-// readObject opens the object and drains a full scan; it returns the rows
-// read and the first error.
-func readObject(ctx context.Context, st *hostile.Store, id storageid.ID) (int64, error) {
+// readObject opens the object and drains a full scan with opts; it returns
+// the rows read and the first error.
+func readObject(ctx context.Context, st *hostile.Store, id storageid.ID, opts ...reader.ScanOption) (int64, error) {
 	r, err := reader.Open(ctx, st, id, st)
 	if err != nil {
 		return 0, err
 	}
-	rr, err := r.Scan(ctx)
+	rr, err := r.Scan(ctx, opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -60,8 +60,9 @@ func fuzzKey() pme.DEK {
 	return k
 }
 
-// TestHostile reads every hostile case: Open and a full Scan return the
-// case's error (or read rows), and Check reports the requirements the case
+// TestHostile reads every hostile case: Open and a full Scan, sequential
+// or of 8 row groups at once, return the case's error (or read rows), and
+// Check reports the requirements the case
 // says the object fails.
 func TestHostile(t *testing.T) {
 	t.Parallel()
@@ -83,6 +84,10 @@ func TestHostile(t *testing.T) {
 				t.Errorf("read no rows")
 			case c.Want != nil && !errors.Is(err, c.Want):
 				t.Errorf("read: %v, want %v", err, c.Want)
+			}
+			// Decoding 8 row groups at once reads the same.
+			if rows8, err8 := readObject(ctx, st, id, reader.WithParallelism(8)); rows8 != rows || (err8 == nil) != (err == nil) || (c.Want != nil && !errors.Is(err8, c.Want)) {
+				t.Errorf("8 row groups at once: %d rows, %v; sequential: %d rows, %v", rows8, err8, rows, err)
 			}
 			rep, err := reader.Check(ctx, st, id, st)
 			if err != nil {

@@ -99,7 +99,6 @@ func (r *Reader) load(footer *pme.Footer, dataEnd int64) error {
 				return fmt.Errorf("%w: row group %d column %d at [%d, %d) is outside the data region [4, %d)", ErrFormat, i, j, c.Off, c.End(), dataEnd)
 			}
 			r.chunks = append(r.chunks, c)
-			r.maxChunk = max(r.maxChunk, c.Len)
 		}
 	}
 	slices.SortFunc(r.chunks, func(a, b pme.Span) int { return int(min(max(a.Off-b.Off, -1), 1)) })
@@ -191,22 +190,36 @@ func (r *Reader) loadChunkInfo() error {
 	return nil
 }
 
+// streamBuffer is the size of arrow-go's buffered stream of a column chunk:
+// room for page headers (arrow-go peeks 16 KiB for one).
+const streamBuffer = 64 << 10
+
 // open returns an arrow-go file reader over a plaintext view of the object,
 // and the view. A scan passes its budget, which arrow-go then allocates
 // through.
 func (r *Reader) open(ctx context.Context, b *budget) (*file.Reader, *plainView, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool, ptPool: &r.ptPool,
-		info: r.info, budget: b, plainLen: make(map[int64]int64)}
 	var mem memory.Allocator = r.alloc
 	if b != nil {
 		mem = b
 	}
+	return r.openWith(ctx, b, mem)
+}
+
+// openWith is open with arrow-go allocating through mem: a parallel scan's
+// workers size their page checks by b and allocate through the scan's
+// shared accounting.
+func (r *Reader) openWith(ctx context.Context, b *budget, mem memory.Allocator) (*file.Reader, *plainView, error) {
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool, ptPool: &r.ptPool,
+		info: r.info, budget: b, plainLen: make(map[int64]int64)}
 	props := parquet.NewReaderProperties(mem)
-	// One buffered stream per column chunk, as large as the chunk: arrow-go
-	// then reads a chunk with one ReadAt and meets the end of its plaintext
-	// as io.EOF (see plainView).
+	// A buffered stream per column chunk, of streamBuffer bytes, which
+	// arrow-go allocates (and the runtime zeroes) for each chunk: a chunk's
+	// pages go from the view's plaintext straight into arrow-go's page
+	// buffer, which it reuses, and it meets the end of the plaintext as
+	// io.EOF (see plainView). A buffer as large as the chunk cost a full
+	// scan a tenth of its time in zeroing and copying.
 	props.BufferedStreamEnabled = true
-	props.BufferSize = r.maxChunk
+	props.BufferSize = streamBuffer
 	// Pages up to the size the writer allows (and DuckDB writes: it closes
 	// pages at 100 MiB), whatever arrow-go's defaults.
 	props.MaxCompressedPageSize = pme.MaxPageSize

@@ -60,6 +60,7 @@ type scanConfig struct {
 	narrow    bool // WithNarrowDecimals
 	dict      bool // WithDictionaries
 	dictAny   bool // (tests) every column with dictionary pages
+	parallel  int  // WithParallelism, or 0 for GOMAXPROCS
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs

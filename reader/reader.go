@@ -64,9 +64,13 @@
 //     before every batch: a page of one RLE run claims 2^31−1 rows in a few
 //     bytes, as a constant column's page legitimately does.
 //   - Two fields with one field ID make Open fail (ErrField).
-//   - arrow-go decodes in the goroutine that calls the record reader's Next,
-//     which turns any panic of the decoder into an error (ErrDecode); no
-//     goroutine arrow-go starts decodes. Every error of a scan is typed.
+//   - arrow-go decodes in the goroutine that calls the record reader's Next
+//     or, for a scan of several row groups at once (WithParallelism, by
+//     default GOMAXPROCS), in the scan's own workers, one record reader per
+//     row group; either turns any panic of the decoder into an error
+//     (ErrDecode), and no goroutine arrow-go starts decodes. The row groups
+//     in flight share the scan's one memory limit. Every error of a scan is
+//     typed.
 //
 // Under these rules the hostile objects of internal/testkit/hostile open, scan and
 // check within 64 MiB + 16 × (footer bytes + the largest column chunk) of
@@ -125,7 +129,6 @@ type Reader struct {
 	grid      [][]pme.Span // the column chunks by row group and leaf column
 	info      map[int64]chunkInfo
 	numLeaves int
-	maxChunk  int64
 	ctPool    sync.Pool // buffers for the modules of a chunk (ciphertext only)
 	ptPool    sync.Pool // buffers for the plaintext of a chunk, cleared before they return
 	nrg       int

@@ -16,9 +16,11 @@ import (
 )
 
 // Scan returns a reader of the object's rows as Arrow records, projected and
-// restricted by opts. It reads one row group at a time: memory is bounded by
-// the projected column chunks of one row group, and what decoding a batch
-// allocates by WithMemoryLimit. Each chunk is verified against storage_id
+// restricted by opts. It decodes WithParallelism row groups at once (by
+// default GOMAXPROCS), returning their records in order; with one, it reads
+// one row group at a time, and the next one's chunks ahead. Memory is bounded
+// by the projected column chunks of the row groups in flight, and what
+// decoding their batches allocates, together, by WithMemoryLimit. Each chunk is verified against storage_id
 // before it is decrypted, and its pages are checked against the footer
 // before they are decoded; a chunk that fails makes the record reader fail,
 // with an error matching verify.ErrVerify, pme.ErrAuth or ErrFormat, before
@@ -64,6 +66,9 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 			}
 		}
 	}
+	// The decoder's buffers come back for the next batches (bufPool).
+	pool := newBufPool(r.alloc, b.total(first))
+	b.mem = pool
 	if !b.fits(first) {
 		return nil, fmt.Errorf("%w: decoders for %d leaf columns need %d bytes, more than the limit of %d (the default makes room for up to %d); project fewer fields or raise WithMemoryLimit", ErrMemoryLimit, ncols, b.cols, b.total(first), DefaultMaxColumns)
 	}
@@ -93,15 +98,7 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		if fr, _, err = r.fileReader(pf, pqarrow.ArrowReadProperties{BatchSize: cfg.batch, Parallel: false}, b); err != nil {
 			return fmt.Errorf("%w: %v", pme.ErrFormat, err)
 		}
-		pqtypes.ReadDates(r.meta.Schema, fr.Manifest)
-		if cfg.narrow {
-			want = arrow.NewSchema(r.narrowFields(), &r.kv)
-			pqtypes.ReadNarrow(fr.Manifest, want.Fields())
-		}
-		if cfg.dict {
-			want = arrow.NewSchema(r.dictFields(want.Fields(), cfg.dictAny), &r.kv)
-			readDict(fr.Manifest, want.Fields())
-		}
+		want = r.readAs(fr, &cfg)
 		if rr, err = fr.GetRecordReader(ctx, cols, rgs[:min(1, len(rgs))]); err != nil {
 			return fmt.Errorf("%w: %w", ErrDecode, err)
 		}
@@ -116,11 +113,35 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		view.close()
 		return nil, err
 	}
+	if par := cfg.workers(len(rgs)); par > 1 {
+		view.close()
+		defer rr.Release()
+		return r.scanParallel(ctx, cancel, &cfg, cols, rgs, b, pool, values, scanSchema(want, rr.Schema()), par), nil
+	}
 	f := startFetcher(ctx, view, r.grid, cols, rgs)
 	sr := &scanReader{rr: rr, schema: scanSchema(want, rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
-		done: func() { cancel(); f.stop(); view.close() }}
+		done: func() { cancel(); f.stop(); view.close(); pool.drain() }}
 	sr.refs.Store(1)
 	return sr, nil
+}
+
+// readAs sets what arrow-go's file reader fr reads each column as, by the
+// scan's options (DATE columns always as the int32 decoded, typed date32;
+// WithNarrowDecimals, WithDictionaries), and returns the scan's schema. The
+// sequential scan and every worker of a parallel one call it on each file
+// reader they build, so that their batches have one type.
+func (r *Reader) readAs(fr *pqarrow.FileReader, cfg *scanConfig) *arrow.Schema {
+	want := r.schema
+	pqtypes.ReadDates(r.meta.Schema, fr.Manifest)
+	if cfg.narrow {
+		want = arrow.NewSchema(r.narrowFields(), &r.kv)
+		pqtypes.ReadNarrow(fr.Manifest, want.Fields())
+	}
+	if cfg.dict {
+		want = arrow.NewSchema(r.dictFields(want.Fields(), cfg.dictAny), &r.kv)
+		readDict(fr.Manifest, want.Fields())
+	}
+	return want
 }
 
 // leaves maps field IDs to the indices of the leaf columns under them.
@@ -379,19 +400,25 @@ func (s *scanReader) Next() (ok bool) {
 // typed returns the error of the scan: the view's if it failed (its error
 // is typed, and arrow-go may have wrapped it without %w), else err as an
 // ErrDecode.
-func (s *scanReader) typed(err error) error {
-	if verr := s.view.failure(); verr != nil {
+func (s *scanReader) typed(err error) error { return typedErr(s.view, err) }
+
+// typedErr is scanReader.typed of a decoder reading view.
+func typedErr(view *plainView, err error) error {
+	if verr := view.failure(); verr != nil {
 		return verr
 	}
 	return fmt.Errorf("%w: %w", ErrDecode, err)
 }
 
 // recovered turns a panic of the decoder into the scan's error.
-func (s *scanReader) recovered(p any) error {
+func (s *scanReader) recovered(p any) error { return recoveredErr(s.view, p) }
+
+// recoveredErr is scanReader.recovered of a decoder reading view.
+func recoveredErr(view *plainView, p any) error {
 	if b, ok := p.(errBudget); ok {
 		return fmt.Errorf("%w: a batch needs more than %d bytes (%d asked); lower WithBatchSize or raise WithMemoryLimit", ErrMemoryLimit, b.limit, b.want)
 	}
-	if verr := s.view.failure(); verr != nil {
+	if verr := view.failure(); verr != nil {
 		return verr
 	}
 	if err, ok := p.(error); ok {

@@ -19,9 +19,13 @@ import (
 // would end it. The footer arrow-go uses is the decrypted one, handed over as
 // metadata, so no offset needs remapping.
 //
-// arrow-go reads each column chunk through one buffered stream of the
-// chunk's length (see Reader.open), which issues one ReadAt of the whole
-// chunk, then one at the plaintext end, where it meets io.EOF and stops.
+// arrow-go reads each column chunk through a buffered stream of
+// streamBuffer bytes (see Reader.open): page headers through the buffer,
+// larger pages straight into its own page buffer. A chunk of the current
+// row group is read in place from the plaintext the fetcher opened (held),
+// until the row group ends; a chunk no larger than the buffer is read whole
+// with one ReadAt, and handed over (readChunk). Either way arrow-go meets
+// io.EOF at the plaintext end, and stops.
 //
 // Every chunk is fetched through the verified reader, which checks it against
 // storage_id, and only then are its modules opened (Section 11.10): no byte
@@ -106,6 +110,12 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return n, err
 	}
+	// A chunk of the current row group, opened ahead: read in place.
+	if plain, ok, err := v.held(c); err != nil {
+		return 0, v.fail(err)
+	} else if ok {
+		return readPart(p, plain, off-c.Off)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if pl, ok := v.plainLen[c.Off]; ok && off >= c.Off+pl {
@@ -132,15 +142,48 @@ func (v *plainView) ReadAt(p []byte, off int64) (int, error) {
 		v.plainLen[c.Off] = int64(len(plain))
 		v.cache = c
 	}
-	rel := off - c.Off
-	if rel >= int64(len(v.plain)) {
+	return readPart(p, v.plain, off-c.Off)
+}
+
+// readPart reads p from plain at rel, the plaintext of a chunk, which ends
+// there (io.EOF).
+func readPart(p, plain []byte, rel int64) (int, error) {
+	if rel >= int64(len(plain)) {
 		return 0, io.EOF
 	}
-	n := copy(p, v.plain[rel:])
+	n := copy(p, plain[rel:])
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// held returns chunk c of the current row group, once the fetcher has
+// opened it, for arrow-go to read in parts (see Reader.open): the chunk
+// stays the row group's, and setCurrent clears it with the others. ok is
+// false if the fetcher does not open c, or the decoder took it whole.
+func (v *plainView) held(c pme.Span) (plain []byte, ok bool, err error) {
+	ch := v.pending(c, false)
+	if ch == nil {
+		return nil, false, nil
+	}
+	select {
+	case <-ch.done:
+	case <-v.ctx.Done():
+		return nil, false, v.ctx.Err()
+	}
+	if ch.err != nil {
+		return nil, false, ch.err
+	}
+	v.mu.Lock()
+	first := !ch.read
+	ch.read = true
+	v.plainLen[c.Off] = int64(len(ch.plain))
+	v.mu.Unlock()
+	if first {
+		v.decoding(c)
+	}
+	return ch.plain, true, nil
 }
 
 // readChunk serves a read of the whole chunk c: from the current row
@@ -173,18 +216,7 @@ func (v *plainView) readChunk(c pme.Span, p []byte) (int, error) {
 // opened it, and hands it over: ok is false if the fetcher does not open c,
 // or it was taken before.
 func (v *plainView) take(c pme.Span) (plain []byte, ok bool, err error) {
-	v.mu.Lock()
-	var ch *chunkPlain
-	if v.current != nil {
-		// The map is the fetcher's, read-only once handed over; taken is
-		// the view's, under v.mu.
-		if ch = v.current.chunks[c.Off]; ch != nil && ch.taken {
-			ch = nil
-		} else if ch != nil {
-			ch.taken = true
-		}
-	}
-	v.mu.Unlock()
+	ch := v.pending(c, true)
 	if ch == nil {
 		return nil, false, nil
 	}
@@ -195,6 +227,26 @@ func (v *plainView) take(c pme.Span) (plain []byte, ok bool, err error) {
 		return nil, false, v.ctx.Err()
 	}
 	return ch.plain, ch.err == nil, ch.err
+}
+
+// pending returns chunk c of the current row group, if the fetcher opens it
+// and the decoder has not taken it; take hands it over. (The map is the
+// fetcher's, read-only once handed over; taken and read are the view's,
+// under v.mu.)
+func (v *plainView) pending(c pme.Span, take bool) *chunkPlain {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.current == nil {
+		return nil
+	}
+	ch := v.current.chunks[c.Off]
+	if ch == nil || ch.taken {
+		return nil
+	}
+	if take {
+		ch.taken = true
+	}
+	return ch
 }
 
 // setCurrent hands the view the row group arrow-go reads next, and clears
