@@ -25,8 +25,7 @@ import (
 
 // writeState is a thread's scratch memory for the writers.
 type writeState struct {
-	pairs []int64 // (start, length) per string, for vector_string.go
-	mask  []uint64
+	pairs []int64    // (start, length) per string, for vector_string.go
 	dicts dictStates // for vector_dict.go
 }
 
