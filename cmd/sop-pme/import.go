@@ -31,12 +31,12 @@ const (
 
 // importMemoryLimit is the soft memory limit of an import with row groups
 // of rgBytes and n encoders: what the writer holds at most (the row group
-// being gathered, and the n being encoded and sealed), and 80 MiB for the
+// being gathered, and the n being encoded and sealed), and 64 MiB for the
 // encoded plaintext, the input reader, the codecs and the runtime. The
 // garbage collector works harder near it, so that garbage does not double
 // the resident set, which must stay within (n+1) × rgBytes + 128 MiB (the
 // README's bound, which TestImportRSS measures).
-func importMemoryLimit(rgBytes int64, n int) int64 { return int64(n+1)*rgBytes + 80<<20 }
+func importMemoryLimit(rgBytes int64, n int) int64 { return int64(n+1)*rgBytes + 64<<20 }
 
 // defaultParallel is import's --parallel by default: every core, as the
 // writer's own default (writer.WithParallelism). Re-encoding is CPU-bound,
