@@ -132,8 +132,8 @@ type scanner struct {
 	wg      sync.WaitGroup
 
 	// The consumer's state, used by the goroutine that calls Next.
-	i      int      // the current object
-	cur    *opened  // its scan, once received
+	i      int     // the current object
+	cur    *opened // its scan, once received
 	rec    arrow.RecordBatch
 	err    error
 	closed bool

@@ -316,4 +316,3 @@ func TestAdapter(t *testing.T) {
 		out.Release()
 	}
 }
-
