@@ -269,6 +269,7 @@ func TestPrefetch(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		base := runtime.NumGoroutine()
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		rr, err := table.Scan(ctx, st, k, manySchema, ids, table.WithAllocator(mem), table.WithScanOptions(reader.WithBatchSize(1000)))
 		if err != nil {
