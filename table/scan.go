@@ -170,7 +170,15 @@ func (s *scanner) open(i int) opened {
 	if len(ad.Fields()) == 0 { // an object without columns: no rows
 		return opened{ad: ad}
 	}
-	sopts := append(append([]reader.ScanOption(nil), s.cfg.sopts...), reader.WithFields(ad.Fields()...))
+	sopts := make([]reader.ScanOption, 0, len(s.cfg.sopts)+2)
+	// The footer's row count sizes the batches of a small object, so that
+	// its decoders reserve room for its rows, not DefaultBatchSize's: a
+	// hint, which decides no value (Section 11.10; the scan checks the
+	// pages against it). WithScanOptions's WithBatchSize overrides it.
+	if n, err := r.FooterRowCount(); err == nil && n > 0 && n < reader.DefaultBatchSize {
+		sopts = append(sopts, reader.WithBatchSize(n))
+	}
+	sopts = append(append(sopts, s.cfg.sopts...), reader.WithFields(ad.Fields()...))
 	rr, err := r.Scan(s.ctx, sopts...)
 	if err != nil {
 		return opened{err: err}
