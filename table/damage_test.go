@@ -208,6 +208,11 @@ func TestObjectErrors(t *testing.T) {
 	if err != nil || len(res) != 3 || res[0].Err == nil || !errors.Is(res[1].Err, reader.ErrNoKey) || res[2].Err != nil {
 		t.Errorf("Verify = %+v, %v", res, err)
 	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := table.Verify(cancelled, st, k, ids); !errors.Is(err, context.Canceled) {
+		t.Errorf("Verify with a cancelled context = %v", err)
+	}
 }
 
 // touches reports whether reading any of spans touches damage: whether their

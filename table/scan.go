@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -55,7 +56,7 @@ func Scan(ctx context.Context, src verify.Source, keys reader.KeyResolver, schem
 		keys:    keys,
 		schema:  out,
 		cfg:     cfg,
-		objects: objects,
+		objects: slices.Clone(objects),
 		slots:   make([]chan opened, len(objects)),
 		tokens:  make(chan struct{}, cfg.prefetch+1),
 	}
