@@ -315,6 +315,12 @@ func (t *RecordTx) Delete(key []byte) error {
 // keys (bytewise), and stops at the first error, which it returns. fn must
 // not Put or Delete. A record that does not open fails it with ErrRecord.
 func (t *RecordTx) ForEach(fn func(key, value []byte) error) error {
+	return t.ForEachPrefix(nil, fn)
+}
+
+// ForEachPrefix is ForEach over the records whose keys begin with prefix;
+// it reads no other record.
+func (t *RecordTx) ForEachPrefix(prefix []byte, fn func(key, value []byte) error) error {
 	if t.done {
 		panic("keyring: RecordTx used after its transaction")
 	}
@@ -322,7 +328,7 @@ func (t *RecordTx) ForEach(fn func(key, value []byte) error) error {
 		return nil
 	}
 	c := t.b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if v == nil || len(k) > MaxRecordKey {
 			return fmt.Errorf("%w: space %q: an entry that is not a record", ErrRecord, t.space)
 		}
