@@ -303,40 +303,68 @@ func (c *Catalog) Plan(ctx context.Context, name string, input *arrow.Schema, op
 	if err := checkInput(input); err != nil {
 		return nil, fmt.Errorf("catalog: table %q: %w", name, err)
 	}
+	// Most imports fit the table as it is: a read transaction finds that
+	// without a write and its sync. A plan against the version current
+	// then stays valid, as versions never change.
 	var plan *Plan
-	err := c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
-		plan = nil
+	err := c.rs.View(ctx, func(tx *keyring.RecordTx) error {
 		h, err := findHeader(tx, name)
 		if errors.Is(err, ErrNoTable) {
-			h, err = newTable(name, input)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		plan, _, err = planFor(h, input, false)
+		if errors.Is(err, ErrSchema) && cfg.evolve {
+			plan, err = nil, nil // evolved in the write transaction below
+		}
+		return err
+	})
+	if err == nil && plan == nil {
+		err = c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
+			plan = nil
+			h, err := findHeader(tx, name)
+			if errors.Is(err, ErrNoTable) {
+				h, err = newTable(name, input)
+				if err != nil {
+					return err
+				}
+				plan = &Plan{Table: name, Version: 1, Schema: withOwnTypes(h.t.Versions[0].Schema, input)}
+				return writeHeader(tx, h)
+			}
 			if err != nil {
 				return err
 			}
-			plan = &Plan{Table: name, Version: 1, Schema: withOwnTypes(h.t.Versions[0].Schema, input)}
+			var changed bool
+			if plan, changed, err = planFor(h, input, cfg.evolve); err != nil || !changed {
+				return err
+			}
 			return writeHeader(tx, h)
-		}
-		if err != nil {
-			return err
-		}
-		cur := h.t.Current()
-		m := &merger{byID: mapsByID(input.Fields(), cur.Schema.Fields()), evolve: cfg.evolve, high: h.t.HighWater}
-		out, next, err := m.fields(input.Fields(), cur.Schema.Fields(), "")
-		if err != nil {
-			return err
-		}
-		plan = &Plan{Table: name, Version: cur.ID, Schema: arrow.NewSchema(out, nil)}
-		if len(m.changes) == 0 {
-			return nil
-		}
-		h.t.HighWater = m.high
-		v := addVersion(h.t, next, joinChanges(m.changes))
-		plan.Version = v.ID
-		return writeHeader(tx, h)
-	})
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog: plan for table %q: %w", name, err)
 	}
 	return plan, nil
+}
+
+// planFor maps input onto the current schema of the table h; with evolve,
+// it makes the new version in h (changed).
+func planFor(h *header, input *arrow.Schema, evolve bool) (plan *Plan, changed bool, err error) {
+	cur := h.t.Current()
+	m := &merger{byID: mapsByID(input.Fields(), cur.Schema.Fields()), evolve: evolve, high: h.t.HighWater}
+	out, next, err := m.fields(input.Fields(), cur.Schema.Fields(), "")
+	if err != nil {
+		return nil, false, err
+	}
+	plan = &Plan{Table: h.t.Name, Version: cur.ID, Schema: arrow.NewSchema(out, nil)}
+	if len(m.changes) == 0 {
+		return plan, false, nil
+	}
+	h.t.HighWater = m.high
+	plan.Version = addVersion(h.t, next, joinChanges(m.changes)).ID
+	return plan, true, nil
 }
 
 // withOwnTypes returns the table's schema s with the input's own leaf
