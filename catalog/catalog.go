@@ -151,7 +151,7 @@ func withObjects(tx *keyring.RecordTx, hs []*header) ([]*Table, error) {
 	err := readObjects(tx, func(o *object) error {
 		t, ok := byKey[o.table]
 		if !ok {
-			return nil // a table being dropped by an older version; not ours to judge
+			return nil // of another table (or, if none, of one this package did not drop whole)
 		}
 		if o.Version > len(t.Versions) {
 			return fmt.Errorf("%w: object %s of version %d in table %q of %d", ErrRecord, o.ID, o.Version, t.Name, len(t.Versions))
