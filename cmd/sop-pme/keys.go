@@ -13,7 +13,6 @@ import (
 
 	"github.com/sovm/sop-pme/keyring"
 	"github.com/spf13/cobra"
-	"gocloud.dev/secrets"
 )
 
 // The key custody of the command. The KEK (or the KMS key) is the master of
@@ -209,11 +208,11 @@ func (ks *keySource) loadMaster(ctx context.Context, create bool) (*master, erro
 	}
 	switch {
 	case ks.kmsURL != "":
-		k, err := secrets.OpenKeeper(ctx, ks.kmsURL)
+		k, closeKMS, err := openKMS(ctx, ks.kmsURL)
 		if err != nil {
 			return nil, usagef("--kms %s: %s", redactURL(ks.kmsURL), clean(err))
 		}
-		return &master{Master: k, close: func() { k.Close() }}, nil
+		return &master{Master: k, close: closeKMS}, nil
 	case ks.inline != "":
 		raw, err := base64.StdEncoding.Strict().DecodeString(strings.TrimSpace(ks.inline))
 		if err != nil {
@@ -328,6 +327,11 @@ func (ks *keySource) openRing(ctx context.Context, store string, mode ringMode, 
 		switch {
 		case errors.Is(err, keyring.ErrNoRing):
 			return nil, &cmdError{exitNotFound, fmt.Sprintf("no keyring at %s (give --keyring FILE; sop-pme import creates one)", ks.ringPath), err}
+		case errors.Is(err, keyring.ErrMaster) && errors.As(err, new(*kmsError)):
+			// A KMS that refused, or did not answer: say which.
+			var ke *kmsError
+			errors.As(err, &ke)
+			return nil, &cmdError{exitKey, fmt.Sprintf("%s does not open the keyring %s: %s", ks.where(), ks.ringPath, clean(ke)), err}
 		case errors.Is(err, keyring.ErrMaster):
 			return nil, &cmdError{exitKey, fmt.Sprintf("%s does not open the keyring %s: wrong key", ks.where(), ks.ringPath), err}
 		case errors.Is(err, keyring.ErrLegacyFormat):

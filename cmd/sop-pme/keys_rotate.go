@@ -12,7 +12,6 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/sovm/sop-pme/keyring"
 	"github.com/spf13/cobra"
-	"gocloud.dev/secrets"
 )
 
 type rotateResult struct {
@@ -237,12 +236,12 @@ func (a *app) rotateKMS(ctx context.Context, ks *keySource, toKMS string, rekey 
 	var m keyring.Master = k.master.Master
 	res.Master = redactURL(ks.kmsURL)
 	if toKMS != "" {
-		keeper, err := secrets.OpenKeeper(ctx, toKMS)
+		to, closeKMS, err := openKMS(ctx, toKMS)
 		if err != nil {
 			return res, usagef("--to-kms %s: %s", redactURL(toKMS), clean(err))
 		}
-		defer keeper.Close()
-		m, res.Master = keeper, redactURL(toKMS)
+		defer closeKMS()
+		m, res.Master = to, redactURL(toKMS)
 	}
 	if rekey {
 		err = k.ring.Rekey(ctx, m)
