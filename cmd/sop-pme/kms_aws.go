@@ -198,6 +198,9 @@ type kmsError struct {
 func (e *kmsError) Error() string {
 	var ae smithy.APIError
 	if errors.As(e.err, &ae) {
+		if ae.ErrorMessage() == "" {
+			return fmt.Sprintf("the KMS refused %s: %s", e.op, ae.ErrorCode())
+		}
 		return fmt.Sprintf("the KMS refused %s: %s: %s", e.op, ae.ErrorCode(), ae.ErrorMessage())
 	}
 	if errors.Is(e.err, context.DeadlineExceeded) {
