@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"maps"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +56,18 @@ func TestKMSAWSURL(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%s: %s: got %v, want a usage error", name, u, err)
 		}
+	}
+}
+
+// TestKMSInstallVersion: .ci/install-kms installs the local-kms version
+// TestKMSReal looks for.
+func TestKMSInstallVersion(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../.ci/install-kms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nLOCAL_KMS_VERSION="+localKMSVersion+"\n") {
+		t.Errorf(".ci/install-kms does not install local-kms %s, the version TestKMSReal looks for", localKMSVersion)
 	}
 }
