@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 )
 
@@ -125,7 +126,7 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 	if err != nil {
 		return err
 	}
-	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath, poison: cfg.poison}
+	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, tables: cfg.tables, valuePath: cfg.valuePath, poison: cfg.poison}
 	varchar := typeInfo(duckdb.TYPE_VARCHAR)
 	scan := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
@@ -169,6 +170,7 @@ type functions struct {
 	src        verify.Source
 	keys       reader.KeyResolver
 	readerOpts []reader.Option
+	tables     Tables // WithTables, or nil
 	valuePath  bool
 	poison     bool // overwrite the buffers a scan frees (config.poison)
 }
@@ -180,6 +182,13 @@ func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ..
 	p, err := parseScanArgs(args)
 	if err != nil {
 		return nil, err
+	}
+	// An argument that parses as a storage_id names an object; any other
+	// string names a table (WithTables).
+	if name, ok := p.id.(string); ok && fn.tables != nil {
+		if _, perr := storageid.Parse(name); perr != nil {
+			return fn.bindTable(ctx, name, p, sink)
+		}
 	}
 	// The scan's batches reuse the buffers of the batches released before
 	// them (pool.go).
