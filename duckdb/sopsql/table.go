@@ -481,7 +481,9 @@ func (ls *tableLocal) nullArray(out int, c *column, n int) (arrow.Array, error) 
 		return a, nil
 	}
 	var a arrow.Array
-	err := catchPanic(func() { a = array.MakeArrayOfNull(memory.DefaultAllocator, c.dt, max(n, duckdb.GetDataChunkCapacity())) })
+	err := catchPanic(func() {
+		a = array.MakeArrayOfNull(memory.DefaultAllocator, c.dt, max(n, duckdb.GetDataChunkCapacity()))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: no NULL array of %s: %v", ErrType, c.dt, err)
 	}
