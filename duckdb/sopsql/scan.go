@@ -33,7 +33,11 @@ const (
 // DuckDB, spill, or reach the host (Open does).
 //
 //	sop_scan('<storage_id>' [, row_groups := [i, ...]] [, batch_size := n])
+//	sop_scan('<table name>' [, batch_size := n])
 //
+// The second form, with WithTables, reads a table: see Tables and the package documentation
+// (row_groups is refused, with ErrArgument: a table's row groups are not
+// known before its objects are opened). The first form
 // returns the rows of the object src holds under storage_id (hex, or iroh
 // base32), read with reader.Open and reader.Reader.Scan: every byte is
 // verified against storage_id before it is decrypted, decoded or given to
