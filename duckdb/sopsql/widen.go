@@ -34,6 +34,9 @@ func adapt(got, want arrow.DataType) (widen widenFunc, target arrow.DataType, ok
 	if arrow.TypeEqual(got, want) {
 		return nil, got, true
 	}
+	if d, isDict := want.(*arrow.DictionaryType); isDict {
+		want = d.ValueType // the table's DuckDB type is its values'
+	}
 	if d, isDict := got.(*arrow.DictionaryType); isDict {
 		if kind(d.ValueType) != 0 && kind(d.ValueType) == kind(want) {
 			return nil, got, true

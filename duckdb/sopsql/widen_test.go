@@ -38,6 +38,7 @@ func TestAdapt(t *testing.T) {
 		{p.Int32, p.Float64, false, false},
 		{p.Float64, p.Float32, false, false},
 		{dict, arrow.BinaryTypes.String, true, false},
+		{arrow.BinaryTypes.String, dict, true, false},
 		{arrow.BinaryTypes.LargeString, arrow.BinaryTypes.String, true, false},
 		{arrow.BinaryTypes.String, arrow.BinaryTypes.Binary, false, false},
 		{&arrow.Decimal32Type{Precision: 9, Scale: 2}, dec(9, 2), true, false},
