@@ -63,7 +63,7 @@ func (fn *functions) bindTable(ctx context.Context, name string, p scanParams, s
 	t, err := fn.tables.Table(ctx, name)
 	if err != nil {
 		if errors.Is(err, ErrNoTable) {
-			return nil, fmt.Errorf("%w: %q is neither a storage_id nor a table: %w", ErrNoTable, name, err)
+			return nil, fmt.Errorf("sopsql: %q is neither a storage_id nor a table: %w", name, err)
 		}
 		return nil, fmt.Errorf("sopsql: table %q: %w", name, err)
 	}
