@@ -262,6 +262,10 @@ func (s *tableScan) take() (*tableObject, int, error) {
 				s.mu.Unlock()
 				return o, rg, nil
 			}
+			// The threads still reading the object hold it; the scan
+			// need not (a table of many objects keeps only the footers
+			// of those being read and of the one ahead).
+			s.objs[i] = nil
 			s.cur, s.rg = i+1, 0
 		}
 		s.mu.Unlock()

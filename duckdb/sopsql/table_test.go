@@ -557,3 +557,33 @@ func newReaderSchema(st *ducktest.Store, id storageid.ID) (*arrow.Schema, error)
 	}
 	return r.DictionarySchema(r.NarrowDecimalSchema().Fields()), nil
 }
+
+// TestTableLazyOpen: the first rows of a table of 40 objects come from
+// the first object, at one thread, and only it and the objects the scan
+// opens ahead are fetched from (a table of many objects does not pay a
+// footer verification per object before its first row).
+func TestTableLazyOpen(t *testing.T) {
+	t.Parallel()
+	rec := wideTable(3000)
+	defer rec.Release()
+	st := ducktest.NewStore(t)
+	var objs []TableObject
+	for range 40 {
+		objs = append(objs, TableObject{ID: st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID, Rows: 3000})
+	}
+	src := &perObject{src: st}
+	src.reset()
+	db := openDB(t, st, src, WithThreads(1), WithTables(fakeTables{"t": {Schema: rec.Schema(), Objects: objs}})).SQL()
+	compareRows(t, "LIMIT", [][]any{{int64(0)}, {int64(1 ^ 1)}}, ducktest.MustQuery(t, db, "SELECT c1 FROM sop_scan('t') LIMIT 2"))
+	touched := 0
+	for _, o := range objs {
+		if b, _ := src.of(o.ID); b > 0 {
+			touched++
+		}
+	}
+	if touched == 0 || touched > 1+tableLookahead {
+		t.Errorf("the first rows fetched from %d objects of %d; want 1 to %d", touched, len(objs), 1+tableLookahead)
+	}
+	src.reset()
+	compareRows(t, "count", [][]any{{int64(40 * 3000)}}, ducktest.MustQuery(t, db, "SELECT count(*) FROM sop_scan('t')"))
+}
