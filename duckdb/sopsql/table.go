@@ -285,13 +285,13 @@ func (s *tableScan) planObject(r *reader.Reader) (objectPlan, error) {
 	var p objectPlan
 	var ids []int32
 	found := map[int]bool{}
-	var first = -1 // the first field with an ID, to count rows with
+	first := -1 // the narrowest field with an ID, to count rows with
 	for i, f := range fields {
 		id, ok := fieldID(f)
 		if !ok {
 			continue
 		}
-		if first < 0 {
+		if first < 0 || countCost(f.Type) < countCost(fields[first].Type) {
 			first = i
 		}
 		out, ok := want[id]
@@ -329,8 +329,8 @@ func (s *tableScan) planObject(r *reader.Reader) (objectPlan, error) {
 		p.opts = append(p.opts, reader.WithFields(ids...))
 	case first >= 0:
 		// None of the columns asked for (or none at all, for a
-		// count(*)): one column is read to count the rows (Section
-		// 11.10: never the footer's count).
+		// count(*)): one column, the narrowest, is read to count the
+		// rows (Section 11.10: never the footer's count).
 		id, _ := fieldID(fields[first])
 		p.opts = append(p.opts, reader.WithFields(id))
 		p.cols = []objectColumn{{out: -1, dt: fields[first].Type}}
@@ -342,6 +342,16 @@ func (s *tableScan) planObject(r *reader.Reader) (objectPlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// countCost ranks the types of the columns an object's rows could be
+// counted with: a fixed-width primitive by its width (the footer's chunk
+// sizes are not the reader's to give), anything else after them.
+func countCost(dt arrow.DataType) int {
+	if fw, ok := dt.(arrow.FixedWidthDataType); ok && !arrow.IsNested(dt.ID()) {
+		return fw.BitWidth()
+	}
+	return 1 << 20
 }
 
 // fieldID returns the Parquet field ID of f, if it has one.
