@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/testkit/testtables"
+	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
@@ -586,4 +587,53 @@ func TestTableLazyOpen(t *testing.T) {
 	}
 	src.reset()
 	compareRows(t, "count", [][]any{{int64(40 * 3000)}}, ducktest.MustQuery(t, db, "SELECT count(*) FROM sop_scan('t')"))
+}
+
+// countingKeys counts the DEK resolutions per object: one per reader.Open.
+type countingKeys struct {
+	keys ducktest.Keys
+	mu   sync.Mutex
+	n    map[storageid.ID]int
+}
+
+func (k *countingKeys) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) {
+	k.mu.Lock()
+	k.n[id]++
+	k.mu.Unlock()
+	return k.keys.ResolveDEK(ctx, id)
+}
+
+// TestTableOpensOnce: at two threads, which share the (object, row group)
+// cursor, each object of a table is opened once per query, and every row
+// is read once.
+func TestTableOpensOnce(t *testing.T) {
+	t.Parallel()
+	const rows = 8000
+	rec := wideTable(rows)
+	defer rec.Release()
+	st := ducktest.NewStore(t)
+	var objs []TableObject
+	for range 8 {
+		objs = append(objs, TableObject{ID: st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4)).StorageID, Rows: rows})
+	}
+	keys := &countingKeys{keys: st.Keys, n: map[storageid.ID]int{}}
+	d, err := Open(context.Background(), st, keys, withPoison(), WithThreads(2), WithTables(fakeTables{"t": {Schema: rec.Schema(), Objects: objs}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var want int64
+	for r := range int64(rows) {
+		want += (r * 2) ^ (r * r)
+	}
+	for q := range 3 {
+		compareRows(t, "sum", [][]any{{8 * want, int64(8 * rows)}}, ducktest.MustQuery(t, d.SQL(), "SELECT sum(c2)::BIGINT, count(*) FROM sop_scan('t')"))
+		keys.mu.Lock()
+		for i, o := range objs {
+			if n := keys.n[o.ID]; n != q+1 {
+				t.Errorf("after %d queries, object %d was opened %d times", q+1, i, n)
+			}
+		}
+		keys.mu.Unlock()
+	}
 }
