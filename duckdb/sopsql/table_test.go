@@ -456,7 +456,8 @@ func TestTablePushdown(t *testing.T) {
 
 // TestTableDamage: one object of four has a flipped byte in a column
 // chunk: a query over that column fails with verify.ErrVerify, naming the
-// object, through DB.Query.
+// object, through DB.Query; and one with a flipped byte in its footer
+// region fails every query that reaches it.
 func TestTableDamage(t *testing.T) {
 	t.Parallel()
 	const rows = 8000
@@ -486,6 +487,19 @@ func TestTableDamage(t *testing.T) {
 		if _, err := db.Query(context.Background(), "SELECT sum(c1) FROM sop_scan('t')"); err != nil {
 			t.Errorf("threads=%d: sum(c1): %v", threads, err)
 		}
+	}
+	// A damaged footer region: the object fails to open, and so does every
+	// query that reaches it.
+	badFooter := objs[1].ID
+	data = st.Bytes(t, badFooter)
+	data[len(data)-100] ^= 0x01
+	if err := os.WriteFile(st.Path(badFooter), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, st, st, WithThreads(2), WithTables(fakeTables{"t": {Schema: rec.Schema(), Objects: objs[:2]}}))
+	res, err := db.Query(context.Background(), "SELECT count(*) FROM sop_scan('t')")
+	if !errors.Is(err, verify.ErrVerify) || res != nil || !strings.Contains(err.Error(), badFooter.String()) {
+		t.Errorf("damaged footer: result %v, error %v; want verify.ErrVerify naming %s", res, err, badFooter)
 	}
 }
 
