@@ -559,6 +559,18 @@ func TestTableNames(t *testing.T) {
 	if _, err := plain.Query(ctx, "SELECT * FROM sop_scan('t')"); !errors.Is(err, ErrArgument) {
 		t.Errorf("without WithTables: %v; want ErrArgument", err)
 	}
+	// A table schema without field IDs, or with one twice, fails the bind.
+	noID := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	twice := arrow.NewSchema([]arrow.Field{
+		{Name: "x", Type: arrow.PrimitiveTypes.Int64, Metadata: testtables.FieldID(1)},
+		{Name: "y", Type: arrow.PrimitiveTypes.Int64, Metadata: testtables.FieldID(1)},
+	}, nil)
+	bad := openDB(t, st, st, WithTables(fakeTables{"noid": {Schema: noID}, "twice": {Schema: twice}}))
+	for _, name := range []string{"noid", "twice"} {
+		if _, err := bad.Query(ctx, "SELECT * FROM sop_scan('"+name+"')"); !errors.Is(err, ErrType) {
+			t.Errorf("table %s: %v; want ErrType", name, err)
+		}
+	}
 	if _, err := Open(ctx, st, st.Keys, WithTableViews()); !errors.Is(err, ErrOption) {
 		t.Errorf("WithTableViews without WithTables: %v; want ErrOption", err)
 	}
