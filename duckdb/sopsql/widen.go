@@ -59,7 +59,58 @@ func adapt(got, want arrow.DataType) (widen widenFunc, target arrow.DataType, ok
 	if w := numWidener(got, want); w != nil {
 		return w, want, true
 	}
+	if sameDuckType(got, want) {
+		return nil, got, true // a list, struct or map of the same DuckDB type
+	}
 	return nil, nil, false
+}
+
+// sameDuckType reports whether the nested types a and b have the same
+// DuckDB type: lists of elements that have it (whatever the element
+// field's name, "item" or "element"), structs of the same field names in
+// the same order whose fields have it, maps whose keys and items have it.
+// Widening inside a nested type is not done: such a promotion fails the
+// query with ErrType.
+func sameDuckType(a, b arrow.DataType) bool {
+	if d, ok := a.(*arrow.DictionaryType); ok {
+		a = d.ValueType
+	}
+	if d, ok := b.(*arrow.DictionaryType); ok {
+		b = d.ValueType
+	}
+	if arrow.TypeEqual(a, b) {
+		return true
+	}
+	if k := kind(a); k != 0 {
+		return k == kind(b)
+	}
+	if ad, ok := a.(arrow.DecimalType); ok {
+		bd, ok := b.(arrow.DecimalType)
+		return ok && ad.GetPrecision() == bd.GetPrecision() && ad.GetScale() == bd.GetScale() && ad.GetPrecision() <= 38
+	}
+	switch a := a.(type) {
+	case *arrow.MapType:
+		b, ok := b.(*arrow.MapType)
+		return ok && sameDuckType(a.KeyType(), b.KeyType()) && sameDuckType(a.ItemType(), b.ItemType())
+	case *arrow.StructType:
+		b, ok := b.(*arrow.StructType)
+		if !ok || a.NumFields() != b.NumFields() {
+			return false
+		}
+		for i := range a.NumFields() {
+			if a.Field(i).Name != b.Field(i).Name || !sameDuckType(a.Field(i).Type, b.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	case arrow.ListLikeType:
+		if _, isMap := b.(*arrow.MapType); isMap {
+			return false
+		}
+		b, ok := b.(arrow.ListLikeType)
+		return ok && sameDuckType(a.Elem(), b.Elem())
+	}
+	return false
 }
 
 // kind is 1 for the Arrow types DuckDB reads as VARCHAR, 2 for BLOB
