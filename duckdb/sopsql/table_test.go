@@ -663,3 +663,24 @@ func TestTableOpensOnce(t *testing.T) {
 		keys.mu.Unlock()
 	}
 }
+
+// TestTableAllTypes: a table of two objects of every type the interop
+// suite has (nested included), in the writer's schema, reads as the two
+// objects read one after the other, at one thread, row by row.
+func TestTableAllTypes(t *testing.T) {
+	t.Parallel()
+	st := ducktest.NewStore(t)
+	for _, schema := range []*arrow.Schema{testtables.AllTypes(), testtables.ExtraTypes()} {
+		var objs []TableObject
+		for seed := range 2 {
+			rec := testtables.Record(schema, 1500, uint64(seed+1))
+			defer rec.Release()
+			objs = append(objs, TableObject{ID: st.Write(t, schema, []arrow.RecordBatch{rec}, writer.WithRowGroupRows(500)).StorageID, Rows: 1500})
+		}
+		db := openDB(t, st, st, WithThreads(1), WithTables(fakeTables{"t": {Schema: schema, Objects: objs}})).SQL()
+		q := "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM %s)"
+		compareRows(t, "DESCRIBE", ducktest.MustQuery(t, db, fmt.Sprintf(q, sopScan(objs[0].ID))), ducktest.MustQuery(t, db, fmt.Sprintf(q, "sop_scan('t')")))
+		want := ducktest.MustQuery(t, db, "SELECT * FROM "+sopScan(objs[0].ID)+" UNION ALL SELECT * FROM "+sopScan(objs[1].ID))
+		compareRows(t, "SELECT *", want, ducktest.MustQuery(t, db, "SELECT * FROM sop_scan('t')"))
+	}
+}

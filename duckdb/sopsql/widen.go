@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // This file adapts the columns of a table's objects to the table's current
@@ -31,98 +32,76 @@ type widenFunc func(arr arrow.Array) (arrow.Array, error)
 // have the same DuckDB type, or widened into target. ok is false for a
 // type that is neither.
 func adapt(got, want arrow.DataType) (widen widenFunc, target arrow.DataType, ok bool) {
-	if arrow.TypeEqual(got, want) {
+	if arrow.TypeEqual(got, want) || sameDuckType(got, want) {
 		return nil, got, true
-	}
-	if d, isDict := want.(*arrow.DictionaryType); isDict {
-		want = d.ValueType // the table's DuckDB type is its values'
-	}
-	if d, isDict := got.(*arrow.DictionaryType); isDict {
-		if kind(d.ValueType) != 0 && kind(d.ValueType) == kind(want) {
-			return nil, got, true
-		}
-		return nil, nil, false
-	}
-	if k := kind(got); k != 0 && k == kind(want) {
-		return nil, got, true // VARCHAR or BLOB either way
 	}
 	if gd, isDec := got.(arrow.DecimalType); isDec {
 		wd, isDec := want.(arrow.DecimalType)
-		if !isDec || gd.GetScale() != wd.GetScale() || gd.GetPrecision() > wd.GetPrecision() || wd.GetPrecision() > 38 || gd.GetPrecision() > 38 {
+		if !isDec || gd.GetScale() != wd.GetScale() || gd.GetPrecision() >= wd.GetPrecision() || wd.GetPrecision() > 38 {
 			return nil, nil, false
-		}
-		if gd.GetPrecision() == wd.GetPrecision() {
-			return nil, got, true // the same DECIMAL(p, s), in any width
 		}
 		return decimalWidener(got, wd.GetPrecision(), wd.GetScale())
 	}
 	if w := numWidener(got, want); w != nil {
 		return w, want, true
 	}
-	if sameDuckType(got, want) {
-		return nil, got, true // a list, struct or map of the same DuckDB type
-	}
 	return nil, nil, false
 }
 
-// sameDuckType reports whether the nested types a and b have the same
-// DuckDB type: lists of elements that have it (whatever the element
-// field's name, "item" or "element"), structs of the same field names in
-// the same order whose fields have it, maps whose keys and items have it.
-// Widening inside a nested type is not done: such a promotion fails the
-// query with ErrType.
+// sameDuckType reports whether Arrow types a and b have the same DuckDB
+// type (newConv): then the writer of a writes a column of b's type. So a
+// table column takes an object's column of another Arrow type that DuckDB
+// does not tell apart: a string of any width or a dictionary of strings,
+// a decimal of the same precision and scale in any width, a time32[ms]
+// for a time32[s] (Parquet keeps TIME in milliseconds at least), a list
+// whose element field has another name, nested types of such. Widening
+// inside a nested type is not done: such a promotion fails the query with
+// ErrType.
 func sameDuckType(a, b arrow.DataType) bool {
-	if d, ok := a.(*arrow.DictionaryType); ok {
-		a = d.ValueType
+	ca, err := newConv(a)
+	if err != nil {
+		return false
 	}
-	if d, ok := b.(*arrow.DictionaryType); ok {
-		b = d.ValueType
+	cb, err := newConv(b)
+	if err != nil {
+		return false
 	}
-	if arrow.TypeEqual(a, b) {
-		return true
+	return sameInfo(ca.info, cb.info)
+}
+
+// sameInfo reports whether two DuckDB types are the same.
+func sameInfo(a, b duckdb.TypeInfo) bool {
+	if a.InternalType() != b.InternalType() {
+		return false
 	}
-	if k := kind(a); k != 0 {
-		return k == kind(b)
-	}
-	if ad, ok := a.(arrow.DecimalType); ok {
-		bd, ok := b.(arrow.DecimalType)
-		return ok && ad.GetPrecision() == bd.GetPrecision() && ad.GetScale() == bd.GetScale() && ad.GetPrecision() <= 38
-	}
-	switch a := a.(type) {
-	case *arrow.MapType:
-		b, ok := b.(*arrow.MapType)
-		return ok && sameDuckType(a.KeyType(), b.KeyType()) && sameDuckType(a.ItemType(), b.ItemType())
-	case *arrow.StructType:
-		b, ok := b.(*arrow.StructType)
-		if !ok || a.NumFields() != b.NumFields() {
+	switch da := a.Details().(type) {
+	case nil:
+		return b.Details() == nil
+	case *duckdb.DecimalDetails:
+		db, ok := b.Details().(*duckdb.DecimalDetails)
+		return ok && *da == *db
+	case *duckdb.ListDetails:
+		db, ok := b.Details().(*duckdb.ListDetails)
+		return ok && sameInfo(da.Child, db.Child)
+	case *duckdb.ArrayDetails:
+		db, ok := b.Details().(*duckdb.ArrayDetails)
+		return ok && da.Size == db.Size && sameInfo(da.Child, db.Child)
+	case *duckdb.MapDetails:
+		db, ok := b.Details().(*duckdb.MapDetails)
+		return ok && sameInfo(da.Key, db.Key) && sameInfo(da.Value, db.Value)
+	case *duckdb.StructDetails:
+		db, ok := b.Details().(*duckdb.StructDetails)
+		if !ok || len(da.Entries) != len(db.Entries) {
 			return false
 		}
-		for i := range a.NumFields() {
-			if a.Field(i).Name != b.Field(i).Name || !sameDuckType(a.Field(i).Type, b.Field(i).Type) {
+		for i, e := range da.Entries {
+			if e.Name() != db.Entries[i].Name() || !sameInfo(e.Info(), db.Entries[i].Info()) {
 				return false
 			}
 		}
 		return true
-	case arrow.ListLikeType:
-		if _, isMap := b.(*arrow.MapType); isMap {
-			return false
-		}
-		b, ok := b.(arrow.ListLikeType)
-		return ok && sameDuckType(a.Elem(), b.Elem())
 	}
-	return false
-}
-
-// kind is 1 for the Arrow types DuckDB reads as VARCHAR, 2 for BLOB
-// (fixed_size_binary aside), 0 for the others.
-func kind(dt arrow.DataType) int {
-	switch dt.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		return 1
-	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW:
-		return 2
-	}
-	return 0
+	return false // enums, unions: not sop_scan's types
 }
 
 type number interface {
