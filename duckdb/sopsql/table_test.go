@@ -684,3 +684,58 @@ func TestTableAllTypes(t *testing.T) {
 		compareRows(t, "SELECT *", want, ducktest.MustQuery(t, db, "SELECT * FROM sop_scan('t')"))
 	}
 }
+
+// TestTablePromotions: every promotion the table takes, over the interop
+// suite's random values (edge values and nulls included), reads as
+// DuckDB's own CAST of the object's column to the table's type.
+func TestTablePromotions(t *testing.T) {
+	t.Parallel()
+	f := func(name string, dt arrow.DataType, id int) arrow.Field {
+		return arrow.Field{Name: name, Type: dt, Nullable: true, Metadata: testtables.FieldID(id)}
+	}
+	p := arrow.PrimitiveTypes
+	type promo struct {
+		from, to arrow.DataType
+		cast     string
+	}
+	promos := []promo{
+		{p.Int8, p.Int16, "SMALLINT"},
+		{p.Int8, p.Int64, "BIGINT"},
+		{p.Int16, p.Int32, "INTEGER"},
+		{p.Int32, p.Int64, "BIGINT"},
+		{p.Uint8, p.Uint32, "UINTEGER"},
+		{p.Uint16, p.Int32, "INTEGER"},
+		{p.Uint32, p.Uint64, "UBIGINT"},
+		{p.Uint32, p.Int64, "BIGINT"},
+		{p.Float32, p.Float64, "DOUBLE"},
+		{&arrow.Decimal128Type{Precision: 4, Scale: 1}, &arrow.Decimal128Type{Precision: 9, Scale: 1}, "DECIMAL(9,1)"},
+		{&arrow.Decimal128Type{Precision: 9, Scale: 2}, &arrow.Decimal128Type{Precision: 18, Scale: 2}, "DECIMAL(18,2)"},
+		{&arrow.Decimal128Type{Precision: 9, Scale: 2}, &arrow.Decimal128Type{Precision: 30, Scale: 2}, "DECIMAL(30,2)"},
+		{&arrow.Decimal128Type{Precision: 15, Scale: 3}, &arrow.Decimal128Type{Precision: 38, Scale: 3}, "DECIMAL(38,3)"},
+		{&arrow.Decimal128Type{Precision: 20, Scale: 0}, &arrow.Decimal128Type{Precision: 25, Scale: 0}, "DECIMAL(25,0)"},
+	}
+	from := []arrow.Field{f("k", p.Int64, 1)}
+	to := []arrow.Field{f("k", p.Int64, 1)}
+	sel, cast := []string{"k"}, []string{"k"}
+	for i, pr := range promos {
+		name := fmt.Sprintf("c%d", i)
+		from = append(from, f(name, pr.from, i+2))
+		to = append(to, f(name, pr.to, i+2))
+		sel = append(sel, name+"::VARCHAR")
+		cast = append(cast, fmt.Sprintf("%s::%s::VARCHAR", name, pr.cast))
+	}
+	rec := testtables.Record(arrow.NewSchema(from, nil), 3000, 5)
+	defer rec.Release()
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(1000)).StorageID
+	db := openDB(t, st, st, WithTables(fakeTables{"t": {Schema: arrow.NewSchema(to, nil), Objects: []TableObject{{ID: id, Rows: 3000}}}})).SQL()
+	want := ducktest.MustQuery(t, db, "SELECT "+strings.Join(cast, ", ")+" FROM "+sopScan(id)+" ORDER BY ALL")
+	got := ducktest.MustQuery(t, db, "SELECT "+strings.Join(sel, ", ")+" FROM sop_scan('t') ORDER BY ALL")
+	compareRows(t, "promoted", want, got)
+	types := ducktest.MustQuery(t, db, "SELECT column_type FROM (DESCRIBE SELECT * FROM sop_scan('t')) OFFSET 1")
+	for i, pr := range promos {
+		if types[i][0] != pr.cast {
+			t.Errorf("column %d: %v, want %s", i, types[i][0], pr.cast)
+		}
+	}
+}
