@@ -97,7 +97,7 @@ func benchTableRun(b *testing.B, opts []table.Option) {
 				}
 				rr.Release()
 				if rows != benchRows {
-					b.Fatal(fmt.Sprintf("%d rows", rows))
+					b.Fatalf("%d rows", rows)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRows, "ns/row")
