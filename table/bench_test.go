@@ -2,7 +2,6 @@ package table_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 
