@@ -57,14 +57,14 @@ func (s *Store) Create(ctx context.Context) (blobs.Pending, error) {
 type pending struct {
 	s *Store
 
-	mu     sync.Mutex
-	h      verify.Hasher
-	mem    []byte   // the bytes, while they fit one part
-	file   *os.File // the bytes, once they do not
-	removed bool    // file's name is already removed
-	n      int64
-	err    error  // the first write error: sticky
-	closed string // "committed" or "aborted" once closed
+	mu      sync.Mutex
+	h       verify.Hasher
+	mem     []byte   // the bytes, while they fit one part
+	file    *os.File // the bytes, once they do not
+	removed bool     // file's name is already removed
+	n       int64
+	err     error  // the first write error: sticky
+	closed  string // "committed" or "aborted" once closed
 }
 
 // Write implements io.Writer. A failed write makes Commit fail.

@@ -144,4 +144,3 @@ func TestWriterReaderRoundTrip(t *testing.T) {
 		t.Fatalf("Verify of a damaged object = %v, want ErrVerify", err)
 	}
 }
-

@@ -20,17 +20,22 @@ import (
 	"github.com/sovm/sop-pme/verify"
 )
 
-const (
-	pairSize = 64 // one parent's pair in the outboard, in bytes
+const pairSize = 64 // one parent's pair in the outboard, in bytes
+
+// Variables for the tests (export_test.go).
+var (
+	// wholeOutboardMax is the largest outboard, in bytes, that Slice
+	// fetches whole rather than only the parent pairs a slice needs.
+	wholeOutboardMax uint64 = 256 << 10
 
 	// obGapMax is the largest gap, in bytes, between two runs of needed
 	// parent pairs that one ranged GET reads through rather than making
 	// two requests.
-	obGapMax = 16 << 10
+	obGapMax uint64 = 16 << 10
 
 	// obStreamMin is the smallest single outboard range, in bytes, that a
 	// slice streams rather than reads into memory first.
-	obStreamMin = 1 << 20
+	obStreamMin uint64 = 1 << 20
 )
 
 // Slice implements verify.Source. It learns the object's size (HEAD, then

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -42,10 +43,6 @@ const (
 	DefaultMaxAttempts = 4
 
 	maxBackoff = 500 * time.Millisecond
-
-	// wholeOutboardMax is the largest outboard, in bytes, that Slice
-	// fetches whole rather than only the parent pairs a slice needs.
-	wholeOutboardMax = 256 << 10
 
 	// uploadConcurrency is the number of parts uploaded at once.
 	uploadConcurrency = 4
@@ -100,6 +97,7 @@ func WithCredentials(p aws.CredentialsProvider) Option {
 
 // WithHTTPClient sends requests through c instead of a client with the
 // package's timeouts (5 s to connect, 60 s for a response's headers).
+// The SDK refuses a plain *http.Client where AWS_CA_BUNDLE is set.
 func WithHTTPClient(c *http.Client) Option {
 	return func(o *options) error {
 		if c == nil {
@@ -224,9 +222,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		prefix += "/"
 	}
 
-	hc := o.httpClient
-	if hc == nil {
-		hc = newHTTPClient()
+	var hc config.HTTPClient = newHTTPClient()
+	if o.httpClient != nil {
+		hc = o.httpClient
 	}
 	load := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
@@ -281,13 +279,18 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 }
 
 // newHTTPClient returns the default client: bounded connect and
-// response-header times; bodies are bounded by the caller's ctx.
-func newHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.ResponseHeaderTimeout = 60 * time.Second
-	t.MaxIdleConnsPerHost = 16
-	return &http.Client{Transport: t}
+// response-header times; bodies are bounded by the caller's ctx. It is
+// the SDK's buildable client, so that AWS_CA_BUNDLE still applies.
+func newHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = 5 * time.Second
+			d.KeepAlive = 30 * time.Second
+		}).
+		WithTransportOptions(func(t *http.Transport) {
+			t.ResponseHeaderTimeout = 60 * time.Second
+			t.MaxIdleConnsPerHost = 16
+		})
 }
 
 func (s *Store) dataKey(id storageid.ID) string     { return s.prefix + id.String() + dataExt }
