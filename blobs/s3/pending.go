@@ -229,7 +229,19 @@ func (s *Store) putSmall(ctx context.Context, key string, b []byte, conditional 
 	return s.put(ctx, key, bytes.NewReader(b), int64(len(b)), conditional)
 }
 
+// headBeforePutMin is the smallest conditional PUT, in bytes, that put
+// precedes with a HEAD: a server may answer 412 before it has read the
+// body and close the connection, which the client sees as a reset, not as
+// the 412 (versitygw does, even with Expect: 100-continue); the HEAD spares
+// sending the body again, and put checks for the key after a failure.
+const headBeforePutMin = 1 << 20
+
 func (s *Store) put(ctx context.Context, key string, body io.ReadSeeker, n int64, conditional bool) (bool, error) {
+	if conditional && n >= headBeforePutMin {
+		if held, err := s.exists(ctx, key); err != nil || held {
+			return false, err
+		}
+	}
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(key),
@@ -244,7 +256,27 @@ func (s *Store) put(ctx context.Context, key string, body io.ReadSeeker, n int64
 	if conditional && status(err) == http.StatusPreconditionFailed {
 		return false, nil
 	}
+	if conditional && err != nil && ctx.Err() == nil {
+		// A 412 the connection's reset hid, or another writer's PUT of
+		// the same content that won: the key exists now.
+		if held, herr := s.exists(ctx, key); herr == nil && held {
+			return false, nil
+		}
+	}
 	return err == nil, err
+}
+
+// exists reports whether the server holds key (HEAD).
+func (s *Store) exists(ctx context.Context, key string) (bool, error) {
+	_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	switch {
+	case err == nil:
+		return true, nil
+	case status(err) == http.StatusNotFound:
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // putData writes the size bytes of body as the data of id: in one PUT if
@@ -256,15 +288,17 @@ func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, 
 		return s.put(ctx, key, io.NewSectionReader(body, 0, int64(size)), int64(size), conditional)
 	}
 	if conditional {
-		_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
-		if err == nil {
-			return false, nil
-		}
-		if status(err) != http.StatusNotFound {
+		if held, err := s.exists(ctx, key); err != nil || held {
 			return false, err
 		}
 	}
-	return s.putMultipart(ctx, key, body, int64(size), conditional)
+	created, err := s.putMultipart(ctx, key, body, int64(size), conditional)
+	if conditional && err != nil && ctx.Err() == nil {
+		if held, herr := s.exists(ctx, key); herr == nil && held {
+			return false, nil
+		}
+	}
+	return created, err
 }
 
 func (s *Store) putMultipart(ctx context.Context, key string, body io.ReaderAt, size int64, conditional bool) (created bool, err error) {
