@@ -202,6 +202,48 @@ func TestSliceOutboardRuns(t *testing.T) {
 	}
 }
 
+// TestSliceRequests counts the requests of slices: the size once (HEAD),
+// then one ranged GET of the data and, for an outboard above 256 KiB, a
+// few ranged GETs of parent pairs (runs less than 16 KiB apart merged).
+func TestSliceRequests(t *testing.T) {
+	srv := startServer(t)
+	t.Setenv("AWS_CA_BUNDLE", "") // the SDK wants its own client with a CA bundle
+	ct := &countingTransport{base: newTransport()}
+	st := srv.open(t, s3.WithHTTPClient(&http.Client{Transport: ct}))
+	ctx := context.Background()
+	small, err := importBytes(ctx, st, randBytes(40*G+9, 1)) // outboard 2.5 KiB: fetched whole
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := importBytes(ctx, st, randBytes(65<<20, 2)) // outboard 260 KiB: runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := srv.open(t, s3.WithHTTPClient(&http.Client{Transport: ct}))
+	count := func(id storageid.ID, off, n uint64) int64 {
+		before := ct.n.Load()
+		if _, err := readSlice(t, reader, id, off, n); err != nil {
+			t.Fatal(err)
+		}
+		return ct.n.Load() - before
+	}
+	if n := count(small, 5*G, 3*G); n != 3 { // HEAD, data, outboard
+		t.Fatalf("first slice: %d requests, want 3", n)
+	}
+	if n := count(small, 20*G, 1); n != 2 { // data, outboard
+		t.Fatalf("second slice: %d requests, want 2", n)
+	}
+	for _, r := range [][2]uint64{{0, 1}, {1000 * G, 8 * G}, {3000*G + 5, 100 * G}, {65<<20 - 1, 1}} {
+		n := count(big, r[0], r[1]) - 1 // the data GET
+		if r[0] == 0 {
+			n-- // the HEAD
+		}
+		if n < 1 || n > 3 {
+			t.Fatalf("slice [%d,+%d) of the large object: %d outboard GETs, want 1 to 3", r[0], r[1], n)
+		}
+	}
+}
+
 // TestReimportDoesNotRewrite: a second import of the same bytes succeeds
 // and leaves the stored keys as they were (same mtime, same ETag).
 func TestReimportDoesNotRewrite(t *testing.T) {
