@@ -313,15 +313,9 @@ func (s *Store) putMultipart(ctx context.Context, key string, body io.ReaderAt, 
 	uploadID := cm.UploadId
 	completed := false
 	defer func() {
-		if completed {
-			return
+		if !completed {
+			s.abortUpload(ctx, key, uploadID)
 		}
-		// Best effort, also when ctx is done.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
-			Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: uploadID,
-		})
 	}()
 
 	nparts := int((size + s.partSize - 1) / s.partSize)
@@ -389,4 +383,32 @@ feed:
 	}
 	completed = true
 	return true, nil
+}
+
+// abortUpload aborts a multipart upload, best effort, also when ctx is
+// done. A part still being written when the abort arrives may leave the
+// upload behind on some servers (S3's documentation says an abort may
+// have to be repeated; versitygw leaves it in about one abort in two
+// while a cancelled part is in flight), so it checks after a pause and
+// aborts again, three times at most; a bucket lifecycle rule for
+// incomplete uploads removes what is left after that.
+func (s *Store) abortUpload(ctx context.Context, key string, uploadID *string) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for i := range 3 {
+		s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
+			Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: uploadID,
+		})
+		select {
+		case <-time.After(time.Duration(50<<i) * time.Millisecond):
+		case <-actx.Done():
+			return
+		}
+		_, err := s.client.ListParts(actx, &s3.ListPartsInput{
+			Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: uploadID, MaxParts: aws.Int32(1),
+		})
+		if status(err) == http.StatusNotFound {
+			return
+		}
+	}
 }

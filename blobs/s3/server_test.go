@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sovm/sop-pme/blobs/s3"
 )
@@ -155,4 +156,21 @@ type credentialsFunc func() (access, secret string)
 func (f credentialsFunc) Retrieve(context.Context) (aws.Credentials, error) {
 	a, s := f()
 	return aws.Credentials{AccessKeyID: a, SecretAccessKey: s, CanExpire: true, Expires: time.Now().Add(time.Millisecond)}, nil
+}
+
+// incompleteUploads returns the number of multipart uploads in progress
+// in the bucket.
+func incompleteUploads(t testing.TB, srv *server) int {
+	t.Helper()
+	c := awss3.New(awss3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(testAccess, testSecret, ""),
+	})
+	out, err := c.ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(testBucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Uploads)
 }

@@ -564,9 +564,51 @@ func TestPendingLifecycle(t *testing.T) {
 	for b, err := range st.List(ctx) {
 		t.Fatalf("List after Abort: %v, %v", b, err)
 	}
-	entries, _ := os.ReadDir(filepath.Join(srv.dir, testBucket))
-	if len(entries) != 0 {
-		t.Fatalf("the bucket holds %d entries after an Abort", len(entries))
+
+	// After Commit: Abort does nothing, Write and Commit fail.
+	p, err = st.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Write([]byte("abc"))
+	if _, err := p.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write([]byte("x")); !errors.Is(err, blobs.ErrClosed) {
+		t.Fatalf("Write after Commit = %v", err)
+	}
+	if _, err := p.Commit(ctx); !errors.Is(err, blobs.ErrClosed) {
+		t.Fatalf("second Commit = %v", err)
+	}
+	if err := st.Delete(ctx, storageid.Sum([]byte("abc"))); err != nil {
+		t.Fatal(err)
+	}
+
+	// A Commit cut short by its ctx during a multipart upload leaves no
+	// object and no incomplete upload.
+	for _, after := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 150 * time.Millisecond} {
+		p, err = st.Create(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Write(randBytes(40<<20, uint64(after)))
+		cctx, cancel := context.WithTimeout(ctx, after)
+		_, err = p.Commit(cctx)
+		cancel()
+		if err == nil {
+			t.Logf("Commit within %v: not cut", after)
+			continue
+		}
+		t.Logf("Commit cut after %v: %v", after, err)
+		for b, err := range st.List(ctx) {
+			t.Fatalf("List after a cut Commit: %v, %v", b, err)
+		}
+		if n := incompleteUploads(t, srv); n != 0 {
+			t.Fatalf("%d incomplete multipart uploads after a cut Commit", n)
+		}
 	}
 }
 
