@@ -73,6 +73,11 @@ func (s *Store) List(ctx context.Context) iter.Seq2[blobs.Blob, error] {
 // blobs.ErrNotFound if the store holds no .data for id; it then still
 // removes an outboard left without its data.
 //
+// S3 has no locks: a Delete racing an import of the same bytes may leave
+// the data without its outboard (Slice then answers blobs.ErrNotFound, as
+// for a missing object, while List reports it); importing the bytes again
+// repairs it. blobs.Dir, whose processes share locks, has no such window.
+//
 // A reader of the object meanwhile never gets wrong bytes: a slice begun
 // before may complete (its bytes are verified), a later one fails with
 // blobs.ErrNotFound. Delete removes the keys; whether the server keeps
