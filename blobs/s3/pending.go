@@ -53,6 +53,10 @@ func (s *Store) Create(ctx context.Context) (blobs.Pending, error) {
 	return &pending{s: s}, nil
 }
 
+// parallelHashMin is the smallest write, in bytes, hashed on another
+// goroutine while it is spooled.
+const parallelHashMin = 256 << 10
+
 // pending is an import into a Store.
 type pending struct {
 	s *Store
@@ -77,11 +81,27 @@ func (p *pending) Write(b []byte) (int, error) {
 	if p.err != nil {
 		return 0, p.err
 	}
-	if err := p.spool(b); err != nil {
+	// A large write is hashed on another goroutine while it is spooled,
+	// as blobs.Dir does. A failed write fails Commit, so what the hasher
+	// saw of it does not matter.
+	var hashed chan struct{}
+	if len(b) >= parallelHashMin {
+		hashed = make(chan struct{})
+		go func() {
+			defer close(hashed)
+			p.h.Write(b)
+		}()
+	}
+	err := p.spool(b)
+	if hashed != nil {
+		<-hashed
+	} else {
+		p.h.Write(b)
+	}
+	if err != nil {
 		p.err = fmt.Errorf("s3: spooling object: %w", err)
 		return 0, p.err
 	}
-	p.h.Write(b)
 	p.n += int64(len(b))
 	return len(b), nil
 }
