@@ -38,6 +38,14 @@ import (
 // (not an object; Commit aborts it when it can, and a bucket lifecycle
 // rule for incomplete uploads removes what a crash left).
 //
+// Spooling was chosen over the alternative, a multipart upload to a
+// temporary key while the bytes are written and a server-side copy to the
+// final key at Commit: S3's CopyObject has no If-None-Match for its
+// destination, and the copy costs the server a full rewrite (versitygw's
+// posix backend copies the file). Against versitygw on 127.0.0.1, 48 MiB
+// imports took 340-920 ms spooled (median 520) against 580-1840 ms
+// uploaded then copied (median 780), interleaved, on a loaded machine.
+//
 // If the server already holds the data (412 Precondition Failed, or a HEAD
 // before a multipart upload), the bytes are not sent again: Commit checks
 // the copy held, reading it back through verify.Verify, and rewrites it
