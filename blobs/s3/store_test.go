@@ -317,6 +317,53 @@ func TestConcurrentImports(t *testing.T) {
 	}
 }
 
+// TestUploadCorruptedInTransit: a body altered on the way (its CRC32 not)
+// is refused by the server, and the import fails without leaving an
+// object, whether sent in one PUT or in parts.
+func TestUploadCorruptedInTransit(t *testing.T) {
+	srv := startServer(t)
+	t.Setenv("AWS_CA_BUNDLE", "") // the SDK wants its own client with a CA bundle
+	st := srv.open(t, s3.WithPartSize(s3.MinPartSize), s3.WithHTTPClient(&http.Client{Transport: corruptingTransport{newTransport()}}))
+	ctx := context.Background()
+	for _, size := range []int{3 * G, 6 << 20} {
+		_, err := importBytes(ctx, st, randBytes(size, 77))
+		if err == nil {
+			t.Fatalf("size %d: an import corrupted in transit succeeded", size)
+		}
+		t.Logf("size %d: %v", size, err)
+		for b, err := range st.List(ctx) {
+			t.Fatalf("size %d: List after a refused import: %v, %v", size, b, err)
+		}
+	}
+}
+
+// corruptingTransport flips a byte of the body of every PUT of a .data.
+type corruptingTransport struct{ base http.RoundTripper }
+
+func (c corruptingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".data") && r.Body != nil && r.ContentLength > 200 {
+		r.Body = &flipReader{r: r.Body, at: 100}
+	}
+	return c.base.RoundTrip(r)
+}
+
+type flipReader struct {
+	r   io.ReadCloser
+	off int64
+	at  int64
+}
+
+func (f *flipReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if f.at >= f.off && f.at < f.off+int64(n) {
+		p[f.at-f.off] ^= 1
+	}
+	f.off += int64(n)
+	return n, err
+}
+
+func (f *flipReader) Close() error { return f.r.Close() }
+
 // TestReimportRepairs: a re-import over a damaged copy (the data, or the
 // outboard) replaces it, as blobs.Dir does.
 func TestReimportRepairs(t *testing.T) {
