@@ -51,7 +51,8 @@ var (
 // whose stated total size is not the size HEAD gave, or a range it says
 // lies beyond the end), the size is forgotten and the returned reader
 // fails with io.ErrUnexpectedEOF, which verify reports as a truncated
-// slice (verify.ErrVerify); the next slice asks for the size again.
+// slice (verify.ErrVerify); the next slice asks for the size again (and a
+// verify.Reader that proved the old size reports verify.ErrSize).
 //
 // It returns an error matching blobs.ErrNotFound if the store holds no
 // .data for id, or holds it without its .obao4 (an import cut short

@@ -57,7 +57,9 @@ const (
 // It is safe for concurrent use by multiple goroutines, and several
 // processes may share a bucket and prefix: imports are conditional writes
 // (If-None-Match: *), so two imports of the same bytes never overwrite one
-// another, and every key names its content.
+// another (only a copy found damaged is rewritten, see [Store.Create]),
+// and every key names its content. There are no locks: see
+// [Store.Delete] for the one race that matters.
 type Store struct {
 	client   *s3.Client
 	bucket   string
