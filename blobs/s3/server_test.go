@@ -1,7 +1,9 @@
 package s3_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -62,39 +64,55 @@ func startServer(t testing.TB) *server {
 	if err := os.Mkdir(filepath.Join(dir, testBucket), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The free port found may be taken by another process before
+	// versitygw binds it: try again with another, three times.
+	for try := 1; ; try++ {
+		s, err := tryStart(t, bin, dir)
+		if err == nil {
+			return s
+		}
+		if try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("versitygw, attempt %d: %v", try, err)
+	}
+}
+
+func tryStart(t testing.TB, bin, dir string) (*server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	addr := l.Addr().String()
 	l.Close()
+	var out bytes.Buffer
 	cmd := exec.Command(bin, "--access", testAccess, "--secret", testSecret, "--port", addr, "posix", dir)
-	cmd.Stdout = nil
-	cmd.Stderr = nil
+	cmd.Stdout = &out
+	cmd.Stderr = &out
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	s := &server{t: t, dir: dir, endpoint: "http://" + addr, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
-	t.Cleanup(s.stop)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := http.Get(s.endpoint + "/")
 		if err == nil {
 			resp.Body.Close()
-			break
+			t.Cleanup(s.stop)
+			return s, nil
 		}
 		select {
 		case <-s.done:
-			t.Fatalf("versitygw exited before answering")
+			return nil, fmt.Errorf("versitygw exited before answering: %s", out.Bytes())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("versitygw does not answer at %s: %v", addr, err)
+			s.stop()
+			return nil, fmt.Errorf("versitygw does not answer at %s: %v", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return s
 }
 
 // stop ends the server (its process, by its own pid) and waits for it.
