@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"lukechampine.com/blake3/guts"
 
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/storageid"
@@ -43,7 +45,10 @@ var (
 // pairs on their paths, and fetches, in parallel, the groups' bytes in one
 // ranged GET of .data and the pairs from .obao4: the whole outboard if it
 // is at most 256 KiB, else only the runs of pairs needed (one ranged GET a
-// run, runs less than 16 KiB apart merged). The slice is assembled by
+// run, runs less than 16 KiB apart merged). A whole outboard that hashes
+// up to the storage_id (every pair to the chaining value its parent holds,
+// the root pair to the storage_id itself) is kept (8 MiB of outboards at
+// most) and not fetched again: a scan then makes one request a slice. The slice is assembled by
 // verify.ExtractSlice as the returned reader is read; the data is streamed,
 // not held.
 //
@@ -74,10 +79,16 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	}
 	g0, g1 := selectGroups(size, off, n)
 	obSize := verify.OutboardSize(size)
-	var runs []span
+	var (
+		runs   []span
+		cached []byte // a whole outboard already fetched and checked
+		whole  bool   // the outboard is fetched whole: check it and keep it
+	)
 	if obSize > 0 {
 		if obSize <= wholeOutboardMax {
-			runs = []span{{0, obSize}}
+			if cached = s.outboards.get(id, size); cached == nil {
+				runs, whole = []span{{0, obSize}}, true
+			}
 		} else {
 			runs = coalesce(neededPairs(size, g0, g1), obGapMax)
 		}
@@ -151,6 +162,12 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 			stream.Close()
 		}
 		return nil, dataErr
+	}
+	if whole && len(ob.segs[0].b) == int(obSize) && outboardMatches(id, size, ob.segs[0].b) {
+		s.outboards.put(id, size, ob.segs[0].b)
+	}
+	if cached != nil {
+		ob.segs = []segment{{0, cached}}
 	}
 	var obRA io.ReaderAt = ob
 	if stream != nil {
@@ -376,4 +393,80 @@ func (s *sliceBody) Close() error {
 		s.cancel()
 	})
 	return nil
+}
+
+// outboardMatches reports whether ob is the pre-order outboard of a blob
+// of size bytes whose root is id: the root pair hashes (as the root) to
+// id, and every other pair to the chaining value its parent's pair holds
+// for it. The pairs' leaf chaining values are bound to id through their
+// parents, so an outboard that matches is the blob's (BLAKE3's collision
+// resistance); it proves nothing about the data, which verify checks
+// against it.
+func outboardMatches(id storageid.ID, size uint64, ob []byte) bool {
+	if size <= verify.GroupSize || uint64(len(ob)) != verify.OutboardSize(size) {
+		return false
+	}
+	var check func(length, obOff uint64, want [8]uint32, flags uint32) bool
+	check = func(length, obOff uint64, want [8]uint32, flags uint32) bool {
+		l, r := cvOf(ob[obOff:obOff+32]), cvOf(ob[obOff+32:obOff+64])
+		if guts.ChainingValue(guts.ParentNode(l, r, &guts.IV, flags)) != want {
+			return false
+		}
+		mid := split(length)
+		return (mid <= verify.GroupSize || check(mid, obOff+pairSize, l, 0)) &&
+			(length-mid <= verify.GroupSize || check(length-mid, obOff+pairSize*(mid/verify.GroupSize), r, 0))
+	}
+	return check(size, 0, cvOf(id[:]), guts.FlagRoot)
+}
+
+// cvOf decodes a 32-byte little-endian chaining value.
+func cvOf(b []byte) (cv [8]uint32) {
+	for i := range cv {
+		cv[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return cv
+}
+
+// outboardCache keeps whole outboards that matched their storage_id.
+type outboardCache struct {
+	mu    sync.Mutex
+	m     map[obKey][]byte
+	bytes int
+}
+
+type obKey struct {
+	id   storageid.ID
+	size uint64
+}
+
+// outboardCacheMax bounds the bytes of the outboards kept.
+const outboardCacheMax = 8 << 20
+
+func (c *outboardCache) get(id storageid.ID, size uint64) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[obKey{id, size}]
+}
+
+func (c *outboardCache) put(id storageid.ID, size uint64, ob []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.bytes+len(ob) > outboardCacheMax {
+		c.m, c.bytes = make(map[obKey][]byte), 0
+	}
+	if _, ok := c.m[obKey{id, size}]; !ok {
+		c.m[obKey{id, size}] = ob
+		c.bytes += len(ob)
+	}
+}
+
+func (c *outboardCache) forget(id storageid.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, ob := range c.m {
+		if k.id == id {
+			delete(c.m, k)
+			c.bytes -= len(ob)
+		}
+	}
 }

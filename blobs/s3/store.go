@@ -69,6 +69,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	sizes map[storageid.ID]uint64 // sizes learnt from HEAD; checked at each GET
+
+	outboards outboardCache // whole outboards that matched their storage_id
 }
 
 var (
