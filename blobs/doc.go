@@ -16,7 +16,10 @@
 // another process, and keep a commit, a [Dir.Delete] and a sweep of the
 // same object from interleaving (see [Dir]). [Dir.List] and [Dir.Delete]
 // manage its objects. The iroh-blobs store is in package blobs/iroh, behind
-// the iroh build tag.
+// the iroh build tag; the S3 store, which keeps the same two files per
+// object in a bucket, is package blobs/s3, a module of its own
+// (github.com/sovm/sop-pme/blobs/s3) so that the library does not depend
+// on the AWS SDK.
 //
 // Only ciphertext is ever written to a store by this library: the writer
 // imports finished SOP-PME-1 objects, whose bytes are PME-encrypted (Section
