@@ -59,8 +59,8 @@ type config struct {
 	keyValues     [][2]string
 	progress      func(Progress)
 	parallelism   int
-	level         int  // zstd level; 0: the codec's default
-	assignIDs     bool // SealFile only: WithAssignFieldIDs
+	level         int           // zstd level; 0: the codec's default
+	assignIDs     bool          // SealFile only: WithAssignFieldIDs
 	idsFrom       *arrow.Schema // SealFile only: WithFieldIDsFrom
 	// SealFile only, and only in this package's tests: publish row groups
 	// without decoding them first (see decodeRowGroup).
