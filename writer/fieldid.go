@@ -291,10 +291,19 @@ func withMetadata(md arrow.Metadata, key, value string) arrow.Metadata {
 	return arrow.NewMetadata(keys, values)
 }
 
-// idsFrom returns schema with the field IDs of from, whose fields are
+// FieldIDsFrom returns schema with the field IDs of from, whose fields are
 // matched by name at every depth (a list's element and a map's key and
-// value by their place): WithFieldIDsFrom. A field of schema that from
+// value by their place; types are not compared), as WithFieldIDsFrom
+// gives them to SealFile: so that records of schema, given the schema
+// returned, are written with a table's IDs. A field of schema that from
 // lacks, or whose counterpart has no valid ID, fails with ErrFieldID.
+func FieldIDsFrom(schema, from *arrow.Schema) (*arrow.Schema, error) {
+	if schema == nil || from == nil {
+		return nil, ErrSchema
+	}
+	return idsFrom(schema, from)
+}
+
 func idsFrom(schema, from *arrow.Schema) (*arrow.Schema, error) {
 	var level func(fields []arrow.Field, like []namedField, byPlace bool, prefix string) ([]arrow.Field, error)
 	level = func(fields []arrow.Field, like []namedField, byPlace bool, prefix string) ([]arrow.Field, error) {

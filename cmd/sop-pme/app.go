@@ -74,7 +74,7 @@ Install: ` + installHint,
 		return usagef("%s: %v (see %s -h)", subPath(c), err, c.CommandPath())
 	})
 	root.AddCommand(a.importCmd(), a.exportCmd(), a.lsCmd(), a.schemaCmd(), a.inspectCmd(),
-		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd(),
+		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.tableCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd(),
 		a.versionCmd())
 	// --version prints what sop-pme version prints.
 	var version strings.Builder
