@@ -94,7 +94,6 @@ type importer struct {
 	table    string // --table: the objects go into this table
 	evolve   bool   // --evolve: a new column of the input joins the table
 
-
 	// Set by validate.
 	f   formats.Format
 	c   writer.Codec

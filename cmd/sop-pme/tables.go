@@ -255,12 +255,12 @@ func parseType(s string) (arrow.DataType, error) {
 		"string": arrow.BinaryTypes.String, "utf8": arrow.BinaryTypes.String,
 		"large_string": arrow.BinaryTypes.LargeString, "binary": arrow.BinaryTypes.Binary,
 		"date32": arrow.FixedWidthTypes.Date32, "date": arrow.FixedWidthTypes.Date32,
-		"date64":      arrow.FixedWidthTypes.Date64,
-		"time32[s]":   arrow.FixedWidthTypes.Time32s,
-		"time32[ms]":  arrow.FixedWidthTypes.Time32ms,
-		"time64[us]":  arrow.FixedWidthTypes.Time64us,
-		"time64[ns]":  arrow.FixedWidthTypes.Time64ns,
-		"timestamp":   &arrow.TimestampType{Unit: arrow.Microsecond},
+		"date64":     arrow.FixedWidthTypes.Date64,
+		"time32[s]":  arrow.FixedWidthTypes.Time32s,
+		"time32[ms]": arrow.FixedWidthTypes.Time32ms,
+		"time64[us]": arrow.FixedWidthTypes.Time64us,
+		"time64[ns]": arrow.FixedWidthTypes.Time64ns,
+		"timestamp":  &arrow.TimestampType{Unit: arrow.Microsecond},
 	}
 	if dt, ok := simple[t]; ok {
 		return dt, nil
