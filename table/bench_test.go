@@ -1,0 +1,92 @@
+package table_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/sovm/sop-pme/internal/testkit/benchdata"
+	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/table"
+)
+
+const benchRows = 1_000_000
+
+// benchTable holds the benchmarks' table, benchdata's million rows, as one
+// object and as 100 objects of 10,000 rows, in one memory store.
+type benchTable struct {
+	st   *memstore.Store
+	k    keys
+	one  []storageid.ID
+	many []storageid.ID
+}
+
+var benchOnce = sync.OnceValue(func() *benchTable {
+	tb := &benchTable{st: memstore.New(), k: keys{}}
+	t := &testing.T{}
+	rec := benchdata.Record(benchRows, 1)
+	defer rec.Release()
+	tb.one = append(tb.one, put(t, tb.st, tb.k, benchdata.Schema(), []arrow.RecordBatch{rec}).StorageID)
+	const n = 100
+	for i := range n {
+		part := rec.NewSlice(int64(i*benchRows/n), int64((i+1)*benchRows/n))
+		tb.many = append(tb.many, put(t, tb.st, tb.k, benchdata.Schema(), []arrow.RecordBatch{part}).StorageID)
+		part.Release()
+	}
+	return tb
+})
+
+// BenchmarkTableScan reads every column of the million rows, as one object
+// and as 100: the cost per object (an Open, a footer, a scan's start) over
+// the same rows. Compare the ns/row of the two.
+func BenchmarkTableScan(b *testing.B) {
+	benchTableRun(b, nil)
+}
+
+// BenchmarkTableSum sums one float64 column (field ID 2) of the million
+// rows, as one object and as 100.
+func BenchmarkTableSum(b *testing.B) {
+	benchTableRun(b, []table.Option{table.WithFields(2)})
+}
+
+func benchTableRun(b *testing.B, opts []table.Option) {
+	tb := benchOnce()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		ids  []storageid.ID
+	}{{"objects=1", tb.one}, {"objects=100", tb.many}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rr, err := table.Scan(ctx, tb.st, tb.k, benchdata.Schema(), c.ids, opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var rows int64
+				var sum float64
+				for rr.Next() {
+					rec := rr.RecordBatch()
+					rows += rec.NumRows()
+					if opts != nil {
+						for _, v := range rec.Column(0).(*array.Float64).Float64Values() {
+							sum += v
+						}
+					}
+				}
+				if err := rr.Err(); err != nil {
+					b.Fatal(err)
+				}
+				rr.Release()
+				if rows != benchRows {
+					b.Fatal(fmt.Sprintf("%d rows", rows))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRows, "ns/row")
+		})
+	}
+}
