@@ -42,6 +42,9 @@ func ringLen(t testing.TB, r *keyring.Ring) int {
 // extraChild runs the child modes that need the version-2 API: "rekey"
 // re-keys the ring n times under the same KEK; crashChild runs the others.
 func extraChild(ctx context.Context, mode, path string, kek keyring.KEK, n int) int {
+	if mode == "records" {
+		return recordsChild(ctx, path, kek, n)
+	}
 	if mode != "rekey" {
 		return crashChild(ctx, mode, path, kek, n)
 	}

@@ -56,8 +56,10 @@ func (r *Ring) Rotate(ctx context.Context, m Master) error {
 // Rekey makes a new random ring key, wraps it under m (the current master
 // if m is nil), and rewraps every DEK under it, all in one transaction: the
 // file holds either every DEK under the old ring key or every DEK under the
-// new one. No object is touched (Section 11.6). It fails with ErrUnwrap,
-// changing nothing, if a wrapped DEK does not open. The master is called
+// new one. The records (Records) are rewrapped in the same transaction. No
+// object is touched (Section 11.6). It fails with ErrUnwrap, changing
+// nothing, if a wrapped DEK does not open, and with ErrRecord if a record
+// does not. The master is called
 // outside the transaction. When Rekey returns nil, the file holds no copy of
 // the old wrapped ring key nor of any DEK wrapped under the old ring key
 // (see Shredding in the package documentation).
@@ -92,11 +94,20 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 			return err
 		}
 		var all []rewrapped
-		err = r.compareAndSwap(ctx, w, nw, func(deks *bolt.Bucket) error {
+		var recs []rewrappedRecord
+		err = r.compareAndSwap(ctx, w, nw, func(tx *bolt.Tx, deks *bolt.Bucket) error {
 			var err error
-			all, err = rewrapAll(ctx, deks, old, next)
+			if all, err = rewrapAll(ctx, deks, old, next); err != nil {
+				return err
+			}
+			recs, err = rewrapRecords(ctx, tx, old, next)
 			return err
-		}, func(deks *bolt.Bucket) error { return readBackAll(deks, all) })
+		}, func(tx *bolt.Tx, deks *bolt.Bucket) error {
+			if err := readBackAll(deks, all); err != nil {
+				return err
+			}
+			return readBackRecords(tx, recs)
+		})
 		if err != nil {
 			return noMeta(err)
 		}
@@ -110,7 +121,7 @@ func (r *Ring) Rekey(ctx context.Context, m Master) error {
 // holds w; else it returns errStale and changes nothing. Then it reads the
 // ring key back, runs readBack (if not nil), as update does, and zeroes the
 // freed pages (scrub) under the same lock.
-func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack func(deks *bolt.Bucket) error) error {
+func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack func(tx *bolt.Tx, deks *bolt.Bucket) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.withDB(ctx, accessWrite, func(db *bolt.DB, f *os.File) error {
@@ -123,7 +134,7 @@ func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack 
 				return errStale
 			}
 			if also != nil {
-				if err := also(deks); err != nil {
+				if err := also(tx, deks); err != nil {
 					return err
 				}
 			}
@@ -141,7 +152,7 @@ func (r *Ring) compareAndSwap(ctx context.Context, w, nw []byte, also, readBack 
 				return fmt.Errorf("%w: the new ring key does not read back", ErrFile)
 			}
 			if readBack != nil {
-				return readBack(deks)
+				return readBack(tx, deks)
 			}
 			return nil
 		})

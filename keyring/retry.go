@@ -45,19 +45,42 @@ func (r *Ring) retry(what string, attempt func(n int) error) error {
 }
 
 // update runs fn in one write transaction with the ring key current in that
-// transaction. If the transaction holds a ring key this Ring has not
+// transaction (see updateTx), handing it the meta and deks buckets.
+func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error, shred func() bool) error {
+	var rb func(tx *bolt.Tx) error
+	if readBack != nil {
+		rb = func(tx *bolt.Tx) error {
+			_, deks, _, err := buckets(tx)
+			if err != nil {
+				return err
+			}
+			return readBack(deks)
+		}
+	}
+	return r.updateTx(ctx, func(tx *bolt.Tx, ring cipher.AEAD) error {
+		meta, deks, w, err := buckets(tx)
+		if err != nil {
+			return err
+		}
+		return fn(meta, deks, w, ring)
+	}, rb, shred)
+}
+
+// updateTx runs fn in one write transaction with the ring key current in
+// that transaction. If the transaction holds a ring key this Ring has not
 // unwrapped (another Ring re-keyed or rotated), it is given up, the key is
 // unwrapped outside it, and the transaction starts again (retry); the last
-// attempt unwraps inside the transaction.
+// attempt unwraps inside the transaction. So fn may run more than once.
 //
 // If readBack is not nil, it runs in a read transaction on the same open
 // file after the commit, and its error fails the update: what was written
 // must be found again by the ordinary lookup before it is acknowledged.
 //
 // If shred is not nil and reports true after the commit (the transaction
-// removed or replaced a wrapped key), the pages it freed are zeroed before
-// the lock is released (see scrub); a failure there is ErrScrub.
-func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []byte, ring cipher.AEAD) error, readBack func(deks *bolt.Bucket) error, shred func() bool) error {
+// removed or replaced a wrapped key or a record), the pages it freed are
+// zeroed before the lock is released (see scrub); a failure there is
+// ErrScrub.
+func (r *Ring) updateTx(ctx context.Context, fn func(tx *bolt.Tx, ring cipher.AEAD) error, readBack func(tx *bolt.Tx) error, shred func() bool) error {
 	if r.cfg.readOnly {
 		return ErrReadOnly
 	}
@@ -67,7 +90,7 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 		var unknown []byte
 		err := r.withDB(ctx, accessWrite, func(db *bolt.DB, f *os.File) error {
 			err := db.Update(func(tx *bolt.Tx) error {
-				meta, deks, w, err := buckets(tx)
+				_, _, w, err := buckets(tx)
 				if err != nil {
 					return err
 				}
@@ -81,20 +104,13 @@ func (r *Ring) update(ctx context.Context, fn func(meta, deks *bolt.Bucket, w []
 						return err
 					}
 				}
-				return fn(meta, deks, w, ring)
+				return fn(tx, ring)
 			})
 			if err != nil {
 				return err
 			}
 			if readBack != nil {
-				err = db.View(func(tx *bolt.Tx) error {
-					_, deks, _, err := buckets(tx)
-					if err != nil {
-						return err
-					}
-					return readBack(deks)
-				})
-				if err != nil {
+				if err := db.View(readBack); err != nil {
 					return err
 				}
 			}

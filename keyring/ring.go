@@ -24,11 +24,18 @@ const RingKeySize = 32
 // lock unless WithLockTimeout says otherwise.
 const DefaultLockTimeout = 10 * time.Second
 
-// The layout of the ring file: two buckets.
+// The layout of the ring file: two buckets, and a third once a record is
+// written (Records).
 //
-//	meta  "format"   "sop-pme-keyring-v2"
-//	      "ring-key" the ring key as the master wrapped it (Master.Encrypt)
-//	deks  storage_id (32 bytes) → nonce(12) ‖ AES-256-GCM(ring key, DEK, adWrap ‖ storage_id) ‖ tag(16)
+//	meta     "format"   "sop-pme-keyring-v2"
+//	         "ring-key" the ring key as the master wrapped it (Master.Encrypt)
+//	deks     storage_id (32 bytes) → nonce(12) ‖ AES-256-GCM(ring key, DEK, adWrap ‖ storage_id) ‖ tag(16)
+//	records  a nested bucket per space (its name, 1 to MaxSpace bytes), in it
+//	         key (1 to MaxRecordKey bytes) → nonce(12) ‖ AES-256-GCM(ring key, value,
+//	         adRecord ‖ uvarint(len(space)) ‖ space ‖ key) ‖ tag(16)
+//
+// The records bucket is optional, so a ring written before it existed is
+// read as it is; the format stays "sop-pme-keyring-v2".
 var (
 	bucketMeta = []byte("meta")
 	bucketDEKs = []byte("deks")

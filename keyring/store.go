@@ -108,7 +108,7 @@ func boltErr(path string, err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrFile, path, err)
 	}
 	for _, s := range []error{ErrWrongKEK, ErrMaster, ErrUnwrap, ErrFile, ErrLegacyFormat, ErrNoRing,
-		ErrReadOnly, ErrBusy, ErrConflict, ErrScrub, ErrKEK, ErrNotFound, context.Canceled, context.DeadlineExceeded, errStale} {
+		ErrReadOnly, ErrBusy, ErrConflict, ErrScrub, ErrKEK, ErrNotFound, ErrNoRecord, ErrRecord, ErrRecordSize, context.Canceled, context.DeadlineExceeded, errStale} {
 		if errors.Is(err, s) {
 			return err // already says what and where
 		}
