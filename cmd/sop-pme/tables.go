@@ -64,11 +64,19 @@ func tableErr(name string, err error) error {
 	}
 	var ce *catalog.ColumnError
 	if errors.As(err, &ce) {
-		hint := ""
-		if errors.Is(err, catalog.ErrSchema) {
-			hint = " (give --evolve to add it to the table's schema, or sop-pme table to change the schema)"
+		// The reason, without the sentinel's text before it.
+		why := ce.Err.Error()
+		for _, s := range []error{catalog.ErrSchema, catalog.ErrEvolution} {
+			why = strings.TrimPrefix(why, s.Error()+": ")
 		}
-		return &cmdError{exitFailure, fmt.Sprintf("table %s: column %s: %s%s", name, ce.Column, catalogText(ce.Err), hint), err}
+		code, hint := exitFailure, ""
+		if errors.Is(err, catalog.ErrSchema) {
+			why = strings.TrimSuffix(strings.TrimSuffix(why, " (evolve to add it)"), " (evolve to make it optional)")
+			hint = " (the input does not fit the table: give --evolve to evolve the table's schema, or change it with sop-pme table)"
+		} else if errors.Is(err, catalog.ErrEvolution) {
+			code = exitUsage
+		}
+		return &cmdError{code, fmt.Sprintf("table %s: column %s: %s%s", name, ce.Column, cleanText(why), hint), err}
 	}
 	return &cmdError{exitFailure, fmt.Sprintf("table %s: %s", name, catalogText(err)), err}
 }
