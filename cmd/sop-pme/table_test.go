@@ -38,7 +38,9 @@ func writeText(t *testing.T, dir, name, text string) string {
 // does not have.
 func tableParquet(t *testing.T, dir, name string, ids []int64, ns []int32, names []string) string {
 	t.Helper()
-	md := func(id int) arrow.Metadata { return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{fmt.Sprint(id)}) }
+	md := func(id int) arrow.Metadata {
+		return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{fmt.Sprint(id)})
+	}
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true, Metadata: md(50)},
 		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true, Metadata: md(51)},
