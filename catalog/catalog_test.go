@@ -121,3 +121,84 @@ func TestCreatePlanAppendList(t *testing.T) {
 		t.Fatal("a dropped table's object still has an owner")
 	}
 }
+
+// TestAppendVersions: an object records the version of its plan, made
+// before or after an evolution; Append refuses objects that do not fit.
+func TestAppendVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	p1 := mustPlan(t, e.cat, "t", schema(fld("a", arrow.PrimitiveTypes.Int32, true, 0)))
+	p2 := mustPlan(t, e.cat, "t", schema(fld("a", arrow.PrimitiveTypes.Int32, true, 0), fld("b", arrow.PrimitiveTypes.Int32, true, 0)), catalog.WithEvolve())
+	if p2.Version != 2 {
+		t.Fatalf("version %d", p2.Version)
+	}
+	if err := e.cat.Append(ctx, p2, obj("new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cat.Append(ctx, p1, obj("old", 1)); err != nil {
+		t.Fatal(err)
+	}
+	// Appending an object again keeps its place.
+	if err := e.cat.Append(ctx, p2, obj("new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	tb := mustTable(t, e.cat, "t")
+	if len(tb.Objects) != 2 || tb.Objects[0].Version != 2 || tb.Objects[1].Version != 1 {
+		t.Fatalf("objects %+v", tb.Objects)
+	}
+	bad := obj("bad", 1)
+	bad.Size = bad.UnpaddedSize - 1
+	if err := e.cat.Append(ctx, p1, bad); !errors.Is(err, catalog.ErrObject) {
+		t.Fatalf("size below the unpadded size: %v", err)
+	}
+	bad = obj("bad", 1)
+	bad.Version = 2
+	if err := e.cat.Append(ctx, p1, bad); !errors.Is(err, catalog.ErrObject) {
+		t.Fatalf("version not the plan's: %v", err)
+	}
+	if err := e.cat.Append(ctx, &catalog.Plan{Table: "t", Version: 3}, obj("x", 1)); !errors.Is(err, catalog.ErrSchema) {
+		t.Fatalf("a plan of a version the table does not have: %v", err)
+	}
+	if err := e.cat.Append(ctx, &catalog.Plan{Table: "none", Version: 1}, obj("x", 1)); !errors.Is(err, catalog.ErrNoTable) {
+		t.Fatalf("a plan of no table: %v", err)
+	}
+	if _, err := tb.Version(3); !errors.Is(err, catalog.ErrSchema) {
+		t.Fatalf("Version(3): %v", err)
+	}
+}
+
+// TestMalformedRecords: a catalog record that does not parse is ErrRecord,
+// never a panic.
+func TestMalformedRecords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	mustPlan(t, e.cat, "t", schema(fld("a", arrow.PrimitiveTypes.Int32, true, 0)))
+	put := func(key, value []byte) {
+		err := e.ring.Records(catalog.Space).Update(ctx, func(tx *keyring.RecordTx) error { return tx.Put(key, value) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := append([]byte{'t'}, make([]byte, 16)...)
+	put(bad, []byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	if _, err := e.cat.Tables(ctx); !errors.Is(err, catalog.ErrRecord) {
+		t.Fatalf("Tables over a malformed header: %v", err)
+	}
+	if _, err := e.cat.Table(ctx, "t"); !errors.Is(err, catalog.ErrRecord) {
+		t.Fatalf("Table over a malformed header: %v", err)
+	}
+	err := e.ring.Records(catalog.Space).Update(ctx, func(tx *keyring.RecordTx) error { return tx.Delete(bad) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := obj("o", 1).ID
+	put(append([]byte{'o'}, id[:]...), []byte{1, 2, 3})
+	if _, err := e.cat.Table(ctx, "t"); !errors.Is(err, catalog.ErrRecord) {
+		t.Fatalf("Table over a malformed object: %v", err)
+	}
+	if _, _, err := e.cat.Owner(ctx, id); !errors.Is(err, catalog.ErrRecord) {
+		t.Fatalf("Owner of a malformed object: %v", err)
+	}
+}

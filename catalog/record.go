@@ -155,7 +155,9 @@ func (p *parser) uvarint(max uint64, what string) uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(p.b)
-	if n <= 0 {
+	if n <= 0 || (n > 1 && p.b[n-1] == 0) {
+		// A uvarint is written in its shortest form only, so that a
+		// record has one encoding.
 		p.fail("%s: a bad uvarint", what)
 		return 0
 	}

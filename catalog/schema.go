@@ -107,10 +107,15 @@ func mapFields(fs []arrow.Field, fn func(arrow.Field) arrow.Field) []arrow.Field
 	return out
 }
 
-// plain returns a dictionary type's value type, any other type as it is.
+// plain returns a dictionary type's value type, an extension type's
+// storage type, any other type as it is: the table holds these (an
+// extension's name stays in the field's metadata once stored).
 func plain(t arrow.DataType) arrow.DataType {
-	if d, ok := t.(*arrow.DictionaryType); ok {
-		return d.ValueType
+	switch d := t.(type) {
+	case *arrow.DictionaryType:
+		return plain(d.ValueType)
+	case arrow.ExtensionType:
+		return d.StorageType()
 	}
 	return t
 }
@@ -155,8 +160,10 @@ func allIDs(fs []arrow.Field) (maxID int32, ok bool) {
 }
 
 // checkInput refuses a schema a table cannot take: nil, without fields,
-// two fields of one name in one struct, a name with a dot, a type the
-// catalog does not number (a union, an extension with nested fields).
+// two fields of one name in one struct, an empty name, a type the catalog
+// does not number (a union, an extension with nested fields). A name may
+// hold a dot; such a column is not addressed by the dotted paths of the
+// evolution methods.
 func checkInput(s *arrow.Schema) error {
 	if s == nil || s.NumFields() == 0 {
 		return fmt.Errorf("%w: no fields", ErrSchema)
@@ -169,8 +176,8 @@ func checkInput(s *arrow.Schema) error {
 			if f.Type == nil {
 				return colErr(p, ErrSchema, "no type")
 			}
-			if f.Name == "" || strings.Contains(f.Name, ".") {
-				return colErr(p, ErrSchema, "a column name is not empty and holds no dot")
+			if f.Name == "" {
+				return colErr(p, ErrSchema, "an empty column name")
 			}
 			if names[f.Name] {
 				return colErr(p, ErrSchema, "two columns of this name")

@@ -49,6 +49,15 @@
 // key outside it and starts again. A DEK is always wrapped under the ring key
 // current in the transaction that writes it.
 //
+// # Records
+//
+// Besides DEKs, a ring keeps small records of metadata in named spaces
+// (Ring.Records), such as the table catalog that Sections 11.4 and 11.8
+// keep away from untrusted storage. Each record is sealed under the ring
+// key like a DEK, with its space and key as associated data; Rekey rewraps
+// records with the DEKs in one transaction, Rotate leaves them as they
+// are, and a record deleted or replaced is shredded like a deleted DEK.
+//
 // # Shredding
 //
 // Deleting a DEK must destroy it, and re-keying after a KEK leak must leave

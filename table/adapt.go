@@ -20,7 +20,11 @@ import (
 // table's name; a promoted one (int8, int16 and int32 to a wider signed
 // integer, an unsigned integer to a wider one, float32 to float64, a decimal
 // to one of greater or equal precision and the same scale, whatever its
-// width) is widened; an identical one is reused without a copy.
+// width) is widened; an identical one is reused without a copy. A column the
+// table declares not nullable cannot be missing. Any other difference is a
+// *ColumnError matching ErrSchema: a narrowing, another type, a list whose
+// element has another field ID, and the dictionary arrays of
+// reader.WithDictionaries unless the table's type is that dictionary type.
 //
 // An Adapter is safe for concurrent use.
 type Adapter struct {
@@ -66,6 +70,9 @@ func NewAdapter(target, source *arrow.Schema, opts ...Option) (*Adapter, error) 
 		seen[id] = true
 		j, ok := byID[id]
 		if !ok {
+			if !f.Nullable {
+				return nil, missingRequired(f.Name)
+			}
 			a.cols[i] = -1
 			continue
 		}
@@ -168,6 +175,13 @@ func (a *Adapter) Adapt(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(a.target, cols, int64(n)), nil
 }
 
+// missingRequired reports a column the table declares not nullable and an
+// object lacks: it cannot read as nulls. (Iceberg adds only optional
+// columns.)
+func missingRequired(path string) error {
+	return &ColumnError{Column: path, Err: fmt.Errorf("%w: the table's column is not nullable and the object lacks it", ErrSchema)}
+}
+
 func mismatch(path string, tt, st arrow.DataType) error {
 	return &ColumnError{Column: path, Err: fmt.Errorf("%w: the object holds %s, the table %s", ErrSchema, st, tt)}
 }
@@ -195,6 +209,8 @@ func compatible(path string, tt arrow.DataType, sf arrow.Field) error {
 				if err := compatible(path+"."+c.Name, c.Type, s.Field(j)); err != nil {
 					return err
 				}
+			} else if !c.Nullable {
+				return missingRequired(path + "." + c.Name)
 			}
 		}
 		return nil
@@ -280,6 +296,9 @@ func (a *Adapter) adapt(path string, tt arrow.DataType, sf arrow.Field, d arrow.
 				return nil, &ColumnError{Column: path + "." + c.Name, Err: fmt.Errorf("%w: the table's field has no field ID", ErrSchema)}
 			}
 			j := childByID(ids, id)
+			if j < 0 && !c.Nullable {
+				return nil, missingRequired(path + "." + c.Name)
+			}
 			if j < 0 {
 				nulls := array.MakeArrayOfNull(a.mem, c.Type, d.Offset()+d.Len())
 				children[i] = nulls.Data()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,12 +202,22 @@ func TestObjectErrors(t *testing.T) {
 	}
 	missing := storageid.Sum([]byte("not stored"))
 	got, err = scanIDs(ctx, t, st, k, []storageid.ID{ids[0], ids[1], missing})
-	if !errors.As(err, &oe) || oe.Index != 2 || oe.ID != missing || !slices.Equal(got, seq(0, 2*objRows)) {
+	if !errors.As(err, &oe) || oe.Index != 2 || oe.ID != missing || !slices.Equal(got, seq(0, 2*objRows)) ||
+		!strings.Contains(err.Error(), missing.String()) {
 		t.Errorf("missing object: %d rows, %v", len(got), err)
+	}
+	// No object: no row, no error.
+	if got, err := scanIDs(ctx, t, st, k, nil); len(got) != 0 || err != nil {
+		t.Errorf("no object: %d rows, %v", len(got), err)
 	}
 	res, err := table.Verify(ctx, st, noKey, []storageid.ID{missing, ids[1], ids[2]})
 	if err != nil || len(res) != 3 || res[0].Err == nil || !errors.Is(res[1].Err, reader.ErrNoKey) || res[2].Err != nil {
 		t.Errorf("Verify = %+v, %v", res, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := table.Verify(cancelled, st, k, ids); !errors.Is(err, context.Canceled) {
+		t.Errorf("Verify with a cancelled context = %v", err)
 	}
 }
 

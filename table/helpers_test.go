@@ -3,7 +3,6 @@ package table_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -116,7 +115,6 @@ func chunks(t testing.TB, data []byte, dek pme.DEK) [][]pme.Span {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = binary.LittleEndian
 	return c
 }
 

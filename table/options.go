@@ -20,7 +20,6 @@ type config struct {
 	ropts    []reader.Option
 	sopts    []reader.ScanOption
 	mem      memory.Allocator
-	memSet   bool
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -29,9 +28,6 @@ func newConfig(opts []Option) (*config, error) {
 		if err := o(cfg); err != nil {
 			return nil, err
 		}
-	}
-	if cfg.memSet {
-		cfg.ropts = append([]reader.Option{reader.WithAllocator(cfg.mem)}, cfg.ropts...)
 	}
 	return cfg, nil
 }
@@ -91,13 +87,15 @@ func WithScanOptions(opts ...reader.ScanOption) Option {
 
 // WithAllocator sets the Arrow allocator of the records: the readers'
 // (reader.WithAllocator) and the Adapter's, for the arrays it makes (nulls,
-// widened columns).
+// widened columns). A Scan keeps up to 64 MiB of what one object's scan
+// frees for the next objects' (cleared before reuse), and frees it to mem
+// when it ends.
 func WithAllocator(mem memory.Allocator) Option {
 	return func(c *config) error {
 		if mem == nil {
 			return fmt.Errorf("%w: nil allocator", ErrOption)
 		}
-		c.mem, c.memSet = mem, true
+		c.mem = mem
 		return nil
 	}
 }

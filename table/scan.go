@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -55,10 +56,15 @@ func Scan(ctx context.Context, src verify.Source, keys reader.KeyResolver, schem
 		keys:    keys,
 		schema:  out,
 		cfg:     cfg,
-		objects: objects,
+		objects: slices.Clone(objects),
 		slots:   make([]chan opened, len(objects)),
 		tokens:  make(chan struct{}, cfg.prefetch+1),
 	}
+	// Every object's reader allocates through the scan's recycler, so that
+	// the next objects reuse what one frees; a reader.WithAllocator among
+	// WithReaderOptions comes after, and wins.
+	s.alloc = newRecycler(cfg.mem, recycleMax)
+	s.ropts = append([]reader.Option{reader.WithAllocator(s.alloc)}, cfg.ropts...)
 	s.refs.Store(1)
 	for i := range s.slots {
 		s.slots[i] = make(chan opened, 1)
@@ -125,6 +131,8 @@ type scanner struct {
 	keys   reader.KeyResolver
 	schema *arrow.Schema
 	cfg    *config
+	alloc  *recycler
+	ropts  []reader.Option
 
 	objects []storageid.ID
 	slots   []chan opened // slots[i] receives object i once opened
@@ -159,11 +167,11 @@ func (s *scanner) produce() {
 }
 
 func (s *scanner) open(i int) opened {
-	r, err := reader.Open(s.ctx, s.src, s.objects[i], s.keys, s.cfg.ropts...)
+	r, err := reader.Open(s.ctx, s.src, s.objects[i], s.keys, s.ropts...)
 	if err != nil {
 		return opened{err: err}
 	}
-	ad, err := NewAdapter(s.schema, r.Schema(), WithAllocator(s.cfg.mem))
+	ad, err := NewAdapter(s.schema, r.Schema(), WithAllocator(s.alloc))
 	if err != nil {
 		return opened{err: err}
 	}
@@ -299,4 +307,5 @@ func (s *scanner) shutdown() {
 		default:
 		}
 	}
+	s.alloc.drain()
 }

@@ -230,6 +230,12 @@ func TestSchemaMismatch(t *testing.T) {
 		arrow.NewSchema([]arrow.Field{typed("a", arrow.PrimitiveTypes.Int32, 1)}, nil),   // narrowing
 		arrow.NewSchema([]arrow.Field{typed("a", arrow.BinaryTypes.String, 1)}, nil),     // another type
 		arrow.NewSchema([]arrow.Field{typed("b", arrow.PrimitiveTypes.Float64, 2)}, nil), // another type
+		// A required column the object lacks.
+		arrow.NewSchema([]arrow.Field{{Name: "c", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(3)}}, nil),
+		// A required struct child the object lacks.
+		arrow.NewSchema([]arrow.Field{typed("a", arrow.StructOf(arrow.Field{Name: "z", Type: arrow.PrimitiveTypes.Int64, Metadata: fid(9)}), 1)}, nil),
+		// A list where the object has an int64.
+		arrow.NewSchema([]arrow.Field{typed("a", arrow.ListOfField(typed("element", arrow.PrimitiveTypes.Int64, 9)), 1)}, nil),
 	} {
 		rows, _, err := scanAll(t, st, k, target, []storageid.ID{id, id})
 		var oe *table.ObjectError

@@ -2,17 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
 	"github.com/sovm/sop-pme/reader"
-	"github.com/sovm/sop-pme/writer"
+	"github.com/sovm/sop-pme/table"
 	"github.com/spf13/cobra"
 )
 
@@ -254,42 +254,17 @@ func exportFormat(format, out string, tty bool) (formats.Format, error) {
 	return "", usagef("give --format (parquet, arrow, arrows, csv, ndjson) or -o FILE when stdout is not a terminal")
 }
 
-// fieldIDs resolves --fields: each item is a field's name (a dotted path
-// for a nested field) or, if no field has that name, a Parquet field ID.
+// fieldIDs resolves --fields with table.Resolve: each item is a field's name
+// (a dotted path for a nested field) or, if no field has that name, a Parquet
+// field ID.
 func fieldIDs(schema *arrow.Schema, list string) ([]int32, error) {
-	byPath := map[string]int32{}
-	known := map[int32]bool{}
-	var walk func(prefix string, f arrow.Field)
-	walk = func(prefix string, f arrow.Field) {
-		path := f.Name
-		if prefix != "" {
-			path = prefix + "." + f.Name
-		}
-		if v, ok := f.Metadata.GetValue(writer.FieldIDKey); ok {
-			if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 0 {
-				byPath[path] = int32(n)
-				known[int32(n)] = true
-			}
-		}
-		for _, c := range children(f.Type) {
-			walk(path, c)
-		}
+	items := strings.Split(list, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
 	}
-	for _, f := range schema.Fields() {
-		walk("", f)
+	ids, err := table.Resolve(schema, items...)
+	if ce := (*table.ColumnError)(nil); errors.As(err, &ce) {
+		return nil, usagef("--fields: no field named %q, and no field with that ID (sop-pme schema lists them)", ce.Column)
 	}
-	var ids []int32
-	for _, item := range strings.Split(list, ",") {
-		item = strings.TrimSpace(item)
-		if id, ok := byPath[item]; ok {
-			ids = append(ids, id)
-			continue
-		}
-		if n, err := strconv.ParseInt(item, 10, 32); err == nil && known[int32(n)] {
-			ids = append(ids, int32(n))
-			continue
-		}
-		return nil, usagef("--fields: no field named %q, and no field with that ID (sop-pme schema lists them)", item)
-	}
-	return ids, nil
+	return ids, err
 }

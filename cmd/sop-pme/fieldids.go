@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/sovm/sop-pme/table"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -29,7 +30,7 @@ func missingFieldIDs(schema *arrow.Schema) []string {
 				out = append(out, path+" (ID 0)")
 			}
 		}
-		for _, c := range children(f.Type) {
+		for _, c := range table.Children(f.Type) {
 			walk(path, c)
 		}
 	}
@@ -37,22 +38,6 @@ func missingFieldIDs(schema *arrow.Schema) []string {
 		walk("", f)
 	}
 	return out
-}
-
-// children returns the fields nested in a type: a struct's fields, a list's
-// element, a map's key and value, an extension type's storage fields.
-func children(dt arrow.DataType) []arrow.Field {
-	switch t := dt.(type) {
-	case *arrow.MapType:
-		return []arrow.Field{t.KeyField(), t.ItemField()}
-	case arrow.ListLikeType:
-		return []arrow.Field{t.ElemField()}
-	case *arrow.StructType:
-		return t.Fields()
-	case arrow.ExtensionType:
-		return children(t.StorageType()) // a variant's metadata, value, typed_value
-	}
-	return nil
 }
 
 // reschemed gives each record of a reader another schema with the same

@@ -18,6 +18,7 @@ import (
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
 	"github.com/sovm/sop-pme/internal/rowjson"
 	"github.com/sovm/sop-pme/internal/testkit/testtables"
+	"github.com/sovm/sop-pme/table"
 	"github.com/sovm/sop-pme/writer"
 )
 
@@ -76,7 +77,7 @@ func fieldIDList(s *arrow.Schema) string {
 		p := prefix + f.Name
 		v, _ := f.Metadata.GetValue(writer.FieldIDKey)
 		out = append(out, p+"="+v)
-		for _, c := range children(f.Type) {
+		for _, c := range table.Children(f.Type) {
 			walk(p+".", c)
 		}
 	}

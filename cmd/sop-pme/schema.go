@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/sovm/sop-pme/table"
 	"github.com/sovm/sop-pme/writer"
 	"github.com/spf13/cobra"
 )
@@ -135,7 +136,7 @@ func schemaTree(fields []arrow.Field) []schemaField {
 				sf.FieldID = &n
 			}
 		}
-		sf.Children = schemaTree(children(f.Type))
+		sf.Children = schemaTree(table.Children(f.Type))
 		out[i] = sf
 	}
 	return out

@@ -109,6 +109,18 @@ func (d *DB) init(ctx context.Context, opts []Option, registered *atomic.Bool) e
 			return err
 		}
 	}
+	if d.cfg.tableViews {
+		names, err := d.cfg.tables.Names(ctx)
+		if err != nil {
+			return fmt.Errorf("sopsql: listing tables: %w", err)
+		}
+		tctx, wrap := TrackErrors(ctx)
+		for i, q := range tableViews(names) {
+			if _, err := d.db.ExecContext(tctx, q); err != nil {
+				return fmt.Errorf("sopsql: creating the view of table %q: %w", names[i], wrap(err))
+			}
+		}
+	}
 	return nil
 }
 

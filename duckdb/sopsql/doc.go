@@ -9,10 +9,35 @@
 // database, the table function
 //
 //	sop_scan('<storage_id>' [, row_groups := [i, ...]] [, batch_size := n])
+//	sop_scan('<table name>' [, batch_size := n])
 //
 // which opens the object by storage_id with [reader.Open] over a
 // [verify.Source] and a [reader.KeyResolver], and reads it with
-// [reader.Reader.Scan] and nothing else.
+// [reader.Reader.Scan] and nothing else. An argument that parses as a
+// storage_id names one object; any other names a table of the [Tables]
+// given with [WithTables] ([ErrNoTable] if there is none).
+//
+// # Tables
+//
+// A table is a sequence of immutable objects whose schema evolved by
+// Parquet field ID (Section 11.2: field IDs are stable; Iceberg's rules).
+// sop_scan('NAME') has the table's current schema ([Table].Schema), not any
+// one object's, and reads every object into it by field ID: a column an
+// object lacks (added after it was written) is NULL, a renamed one is
+// found by its ID, a dropped one is not read, and a promoted one (int32 to
+// int64, float32 to float64, a decimal to more digits at the same scale)
+// is widened; a type that neither equals nor widens into the table's
+// fails the query with [ErrType], naming the column and the object. The
+// bind opens no object: the catalog's row counts ([TableObject].Rows) are
+// the planner's estimate only. DuckDB's threads share one cursor over
+// (object, row group) pairs; each object is opened, and its footer
+// verified, once, when the scan reaches the object before it, and read
+// with the query's columns it holds only, so a query fetches of each
+// object its footer and those columns' chunks (one column, to count its
+// rows, of an object that holds none of them). Every byte is verified as
+// for one object: a damaged object fails the query with
+// [verify.ErrVerify], naming its storage_id. [WithTableViews] makes a view
+// of each table.
 //
 // # What sop_scan does
 //

@@ -17,6 +17,11 @@ var (
 	// ErrData reports a value that the column's DuckDB type cannot hold, or
 	// a record whose shape differs from the object's schema.
 	ErrData = errors.New("sopsql: value does not fit its DuckDB column")
+	// ErrNoTable reports a sop_scan argument that is neither a storage_id
+	// nor the name of a table of the Tables given with WithTables; a
+	// Tables implementation returns it (wrapped) for a name it does not
+	// know.
+	ErrNoTable = errors.New("sopsql: no such table")
 	// ErrOption reports an invalid option.
 	ErrOption = errors.New("sopsql: invalid option")
 )

@@ -13,6 +13,8 @@ type Option func(*config) error
 type config struct {
 	readerOpts  []reader.Option
 	views       []view
+	tables      Tables
+	tableViews  bool
 	dsn         string
 	threads     int
 	memoryLimit int64
@@ -46,6 +48,31 @@ func WithView(name string, id storageid.ID) Option {
 			return fmt.Errorf("%w: empty view name", ErrOption)
 		}
 		c.views = append(c.views, view{name, id})
+		return nil
+	}
+}
+
+// WithTables makes sop_scan('NAME') read the table tables resolves NAME
+// to (an argument that parses as a storage_id still names one object):
+// its objects in append order, each read by field ID into the table's
+// current schema (Table). Without it, every argument is a storage_id.
+func WithTables(t Tables) Option {
+	return func(c *config) error {
+		if t == nil {
+			return fmt.Errorf("%w: nil Tables", ErrOption)
+		}
+		c.tables = t
+		return nil
+	}
+}
+
+// WithTableViews makes Open create a view named after each table of
+// WithTables (Tables.Names), defined as SELECT * FROM sop_scan('NAME'),
+// the name quoted as an identifier and as a string. Creating a view binds
+// sop_scan, which resolves the table and opens none of its objects.
+func WithTableViews() Option {
+	return func(c *config) error {
+		c.tableViews = true
 		return nil
 	}
 }
@@ -91,6 +118,9 @@ func newConfig(opts []Option) (config, error) {
 		if err := o(&cfg); err != nil {
 			return config{}, err
 		}
+	}
+	if cfg.tableViews && cfg.tables == nil {
+		return config{}, fmt.Errorf("%w: WithTableViews without WithTables", ErrOption)
 	}
 	return cfg, nil
 }

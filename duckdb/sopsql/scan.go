@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/sovm/sop-pme/reader"
+	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 )
 
@@ -32,7 +33,11 @@ const (
 // DuckDB, spill, or reach the host (Open does).
 //
 //	sop_scan('<storage_id>' [, row_groups := [i, ...]] [, batch_size := n])
+//	sop_scan('<table name>' [, batch_size := n])
 //
+// The second form, with WithTables, reads a table: see Tables and the package documentation
+// (row_groups is refused, with ErrArgument: a table's row groups are not
+// known before its objects are opened). The first form
 // returns the rows of the object src holds under storage_id (hex, or iroh
 // base32), read with reader.Open and reader.Reader.Scan: every byte is
 // verified against storage_id before it is decrypted, decoded or given to
@@ -125,7 +130,7 @@ func Register(conn *sql.Conn, src verify.Source, keys reader.KeyResolver, opts .
 	if err != nil {
 		return err
 	}
-	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, valuePath: cfg.valuePath, poison: cfg.poison}
+	fn := &functions{src: src, keys: keys, readerOpts: cfg.readerOpts, tables: cfg.tables, valuePath: cfg.valuePath, poison: cfg.poison}
 	varchar := typeInfo(duckdb.TYPE_VARCHAR)
 	scan := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
@@ -169,6 +174,7 @@ type functions struct {
 	src        verify.Source
 	keys       reader.KeyResolver
 	readerOpts []reader.Option
+	tables     Tables // WithTables, or nil
 	valuePath  bool
 	poison     bool // overwrite the buffers a scan frees (config.poison)
 }
@@ -180,6 +186,13 @@ func (fn *functions) bindScan(ctx context.Context, named map[string]any, args ..
 	p, err := parseScanArgs(args)
 	if err != nil {
 		return nil, err
+	}
+	// An argument that parses as a storage_id names an object; any other
+	// string names a table (WithTables).
+	if name, ok := p.id.(string); ok && fn.tables != nil {
+		if _, perr := storageid.Parse(name); perr != nil {
+			return fn.bindTable(ctx, name, p, sink)
+		}
 	}
 	// The scan's batches reuse the buffers of the batches released before
 	// them (pool.go).
