@@ -160,11 +160,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	// ls lists every object, with its DEK held.
-	r := e.ok("ls", "--json")
-	var list []lsEntry
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
-		t.Fatal(err, r.stdout)
-	}
+	list := e.lsJSON().Objects
 	held := map[string]bool{}
 	for _, l := range list {
 		held[l.StorageID] = l.DEK != nil && *l.DEK && l.Size > 0
