@@ -167,7 +167,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, id := range ids {
 		if !held[id] {
-			t.Errorf("ls --json lacks %s, or its DEK: %s", id, r.stdout)
+			t.Errorf("ls --json lacks %s, or its DEK: %v", id, list)
 		}
 	}
 	if r := e.ok("ls"); !strings.Contains(r.stdout, "STORAGE_ID") || strings.Count(r.stdout, " yes\n") != len(list) {
