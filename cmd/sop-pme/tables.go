@@ -60,6 +60,12 @@ func tableErr(name string, err error) error {
 		return nil
 	}
 	if errors.Is(err, catalog.ErrNoTable) {
+		if strings.Trim(strings.ToLower(name), "0123456789abcdef") == "" {
+			// Hex digits, too few for a prefix: meant as an ID.
+			if _, perr := parseIDArg(name); perr != nil {
+				return perr
+			}
+		}
 		return &cmdError{exitNotFound, fmt.Sprintf("%s: no such table (sop-pme ls lists them)", name), err}
 	}
 	var ce *catalog.ColumnError
