@@ -226,6 +226,18 @@ func TestTableEvolve(t *testing.T) {
 	if want := "id,name,extra\n1,a,\n2,b,1.5\n"; r.stdout != want {
 		t.Errorf("export t:\n%s\nwant\n%s", r.stdout, want)
 	}
+	// - is stdin, here with a column of the table missing (nullable).
+	e.stdin = strings.NewReader("id,extra\n3,2.5\n")
+	res = e.importTable("t", []string{"-"}, "--format", "csv")
+	e.stdin = nil
+	if res[0].File != "-" || res[0].Rows != 1 {
+		t.Errorf("import --table t -: %+v", res[0])
+	}
+	r = e.ok("export", "t", "--format", "csv")
+	if want := "id,name,extra\n1,a,\n2,b,1.5\n3,,2.5\n"; r.stdout != want {
+		t.Errorf("export t:\n%s\nwant\n%s", r.stdout, want)
+	}
+	e.fails(exitUsage, []string{"stdin"}, "import", "--table", "t", "-", "-")
 }
 
 // TestTableSchemaChanges: add-column, promote, rename-column and
