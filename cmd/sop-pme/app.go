@@ -50,8 +50,11 @@ directory store, and reads them back only through byte ranges verified against
 that storage_id.
 
 An ID, wherever a command takes one, is a storage_id (64 hex digits) or a
-unique prefix of one, of at least 8 hex digits; under --json, an error is
-one JSON object on stderr, {"error": "...", "code": N}.
+unique prefix of one, of at least 8 hex digits. A TABLE, where a command
+takes one (import --table, ls, schema, export, verify, rm, table, and a view
+in sql), is a table's name: objects in sequence under one schema, kept in a
+catalog encrypted in the keyring. Under --json, an error is one JSON object
+on stderr, {"error": "...", "code": N}.
 
 Install: ` + installHint,
 		SilenceErrors: true,
