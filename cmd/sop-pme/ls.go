@@ -39,8 +39,9 @@ Ls TABLE lists the objects of the table, in the order they were appended:
 storage_id, the schema version each was written at, rows, size, unpadded
 size and the time of its append.
 
---json prints {"tables": [...], "objects": [...]}, or for ls TABLE an array
-of the table's objects.
+--json prints {"tables": [...], "objects": [...]} ("tables" is null without
+a keyring to read the catalog from), or for ls TABLE an array of the table's
+objects.
 
 ` + tablesHelp + `
 
