@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
 	"runtime"
 	"strings"
@@ -130,7 +129,7 @@ func (t catalogTables) Names(ctx context.Context) ([]string, error) {
 func (t catalogTables) Table(ctx context.Context, name string) (*sopsql.Table, error) {
 	tb, err := t.c.Table(ctx, name)
 	if errors.Is(err, catalog.ErrNoTable) {
-		return nil, fmt.Errorf("%w: %q", sopsql.ErrNoTable, name)
+		return nil, sopsql.ErrNoTable // sopsql names the argument
 	}
 	if err != nil {
 		return nil, err
@@ -170,7 +169,9 @@ func sqlFailure(ctx context.Context, err error) error {
 		return errors.New(oneLine(qe.Err.Error()))
 	}
 	cause := qe.Cause[0]
-	if errors.Is(err, sopsql.ErrArgument) {
+	if errors.Is(err, sopsql.ErrArgument) || errors.Is(err, sopsql.ErrNoTable) {
+		// An argument that names nothing: a usage error, as a table name
+		// DuckDB does not know is (a Catalog Error).
 		return usagef("%s", clean(cause))
 	}
 	if code, _ := classify(err, ""); code == exitFailure {

@@ -154,6 +154,14 @@ func TestTableImport(t *testing.T) {
 		t.Errorf("ls:\n%s", r.stdout)
 	}
 
+	// Without a keyring there is no catalog to read: every object is
+	// listed, and tables is null.
+	r = e.ok("ls", "--json", "--keyring", filepath.Join(dir, "none"))
+	var bare lsAll
+	if err := json.Unmarshal([]byte(r.stdout), &bare); err != nil || bare.Tables != nil || len(bare.Objects) != 4 {
+		t.Errorf("ls --json without a keyring: %v\n%s", err, r.stdout)
+	}
+
 	objs := e.tableObjects("orders")
 	if len(objs) != 3 {
 		t.Fatalf("ls orders: %+v", objs)
