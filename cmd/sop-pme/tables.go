@@ -77,7 +77,7 @@ func tableErr(name string, err error) error {
 		}
 		code, hint := exitFailure, ""
 		if errors.Is(err, catalog.ErrSchema) {
-			why = strings.TrimSuffix(strings.TrimSuffix(why, " (evolve to add it)"), " (evolve to make it optional)")
+			why = evolveNote.ReplaceAllString(why, "")
 			hint = " (the input does not fit the table: give --evolve to evolve the table's schema, or change it with sop-pme table)"
 		} else if errors.Is(err, catalog.ErrEvolution) {
 			code = exitUsage
@@ -304,6 +304,10 @@ func parseType(s string) (arrow.DataType, error) {
 	}
 	return nil, usagef("type %q: one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, string, large_string, binary, date32, date64, time32[ms], time64[us], timestamp[s|ms|us|ns] (timestamp[us, UTC] with a zone), decimal(P,S)", s)
 }
+
+// evolveNote matches the catalog's note on what evolving would do, which
+// the command's hint replaces.
+var evolveNote = regexp.MustCompile(` \(evolve to [^)]*\)$`)
 
 var (
 	timestampType = regexp.MustCompile(`^timestamp\[(s|ms|us|ns)(,[^\]]+)?\]$`)
