@@ -151,7 +151,7 @@ func withObjects(tx *keyring.RecordTx, hs []*header) ([]*Table, error) {
 	err := readObjects(tx, func(o *object) error {
 		t, ok := byKey[o.table]
 		if !ok {
-			return nil // a table being dropped by an older version; not ours to judge
+			return nil // of another table (or, if none, of one this package did not drop whole)
 		}
 		if o.Version > len(t.Versions) {
 			return fmt.Errorf("%w: object %s of version %d in table %q of %d", ErrRecord, o.ID, o.Version, t.Name, len(t.Versions))
@@ -303,40 +303,68 @@ func (c *Catalog) Plan(ctx context.Context, name string, input *arrow.Schema, op
 	if err := checkInput(input); err != nil {
 		return nil, fmt.Errorf("catalog: table %q: %w", name, err)
 	}
+	// Most imports fit the table as it is: a read transaction finds that
+	// without a write and its sync. A plan against the version current
+	// then stays valid, as versions never change.
 	var plan *Plan
-	err := c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
-		plan = nil
+	err := c.rs.View(ctx, func(tx *keyring.RecordTx) error {
 		h, err := findHeader(tx, name)
 		if errors.Is(err, ErrNoTable) {
-			h, err = newTable(name, input)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		plan, _, err = planFor(h, input, false)
+		if errors.Is(err, ErrSchema) && cfg.evolve {
+			plan, err = nil, nil // evolved in the write transaction below
+		}
+		return err
+	})
+	if err == nil && plan == nil {
+		err = c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
+			plan = nil
+			h, err := findHeader(tx, name)
+			if errors.Is(err, ErrNoTable) {
+				h, err = newTable(name, input)
+				if err != nil {
+					return err
+				}
+				plan = &Plan{Table: name, Version: 1, Schema: withOwnTypes(h.t.Versions[0].Schema, input)}
+				return writeHeader(tx, h)
+			}
 			if err != nil {
 				return err
 			}
-			plan = &Plan{Table: name, Version: 1, Schema: withOwnTypes(h.t.Versions[0].Schema, input)}
+			var changed bool
+			if plan, changed, err = planFor(h, input, cfg.evolve); err != nil || !changed {
+				return err
+			}
 			return writeHeader(tx, h)
-		}
-		if err != nil {
-			return err
-		}
-		cur := h.t.Current()
-		m := &merger{byID: mapsByID(input.Fields(), cur.Schema.Fields()), evolve: cfg.evolve, high: h.t.HighWater}
-		out, next, err := m.fields(input.Fields(), cur.Schema.Fields(), "")
-		if err != nil {
-			return err
-		}
-		plan = &Plan{Table: name, Version: cur.ID, Schema: arrow.NewSchema(out, nil)}
-		if len(m.changes) == 0 {
-			return nil
-		}
-		h.t.HighWater = m.high
-		v := addVersion(h.t, next, joinChanges(m.changes))
-		plan.Version = v.ID
-		return writeHeader(tx, h)
-	})
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog: plan for table %q: %w", name, err)
 	}
 	return plan, nil
+}
+
+// planFor maps input onto the current schema of the table h; with evolve,
+// it makes the new version in h (changed).
+func planFor(h *header, input *arrow.Schema, evolve bool) (plan *Plan, changed bool, err error) {
+	cur := h.t.Current()
+	m := &merger{byID: mapsByID(input.Fields(), cur.Schema.Fields()), evolve: evolve, high: h.t.HighWater}
+	out, next, err := m.fields(input.Fields(), cur.Schema.Fields(), "")
+	if err != nil {
+		return nil, false, err
+	}
+	plan = &Plan{Table: h.t.Name, Version: cur.ID, Schema: arrow.NewSchema(out, nil)}
+	if len(m.changes) == 0 {
+		return plan, false, nil
+	}
+	h.t.HighWater = m.high
+	plan.Version = addVersion(h.t, next, joinChanges(m.changes)).ID
+	return plan, true, nil
 }
 
 // withOwnTypes returns the table's schema s with the input's own leaf
@@ -393,248 +421,4 @@ func addVersion(t *Table, fs []arrow.Field, change string) Version {
 	v := Version{ID: len(t.Versions) + 1, Schema: arrow.NewSchema(fs, nil), Created: time.Now().UTC(), Change: change}
 	t.Versions = append(t.Versions, v)
 	return v
-}
-
-// Append records objs as appended to the plan's table, in this order,
-// under the plan's version (an Object's Version is 0 or that version; an
-// Appended time left zero is now). An object already in the table is
-// recorded again in place; one held by another table is ErrObject.
-// When Append returns nil the records are on disk.
-func (c *Catalog) Append(ctx context.Context, plan *Plan, objs ...Object) error {
-	if plan == nil {
-		return fmt.Errorf("%w: no plan", ErrSchema)
-	}
-	for _, o := range objs {
-		if o.Version != 0 && o.Version != plan.Version {
-			return fmt.Errorf("%w: object %s of version %d in a plan of version %d", ErrObject, o.ID, o.Version, plan.Version)
-		}
-		if o.Rows < 0 || o.UnpaddedSize < 0 || o.Size < o.UnpaddedSize {
-			return fmt.Errorf("%w: object %s: rows %d, unpadded size %d, size %d", ErrObject, o.ID, o.Rows, o.UnpaddedSize, o.Size)
-		}
-	}
-	now := time.Now().UTC()
-	err := c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
-		h, err := findHeader(tx, plan.Table)
-		if err != nil {
-			return err
-		}
-		if plan.Version < 1 || plan.Version > len(h.t.Versions) {
-			return fmt.Errorf("%w: a plan of version %d for a table of %d", ErrSchema, plan.Version, len(h.t.Versions))
-		}
-		seq := h.seq
-		for _, o := range objs {
-			old, err := getObject(tx, o.ID)
-			if err != nil {
-				return err
-			}
-			if old != nil && old.table != h.key {
-				return fmt.Errorf("%w: object %s is in another table", ErrObject, o.ID)
-			}
-			rec := &object{Object: o, table: h.key, seq: seq}
-			rec.Version = plan.Version
-			if rec.Appended.IsZero() {
-				rec.Appended = now
-			}
-			if old != nil {
-				rec.seq = old.seq
-			} else {
-				seq++
-			}
-			if err := tx.Put(objectKey(o.ID), encodeObject(rec)); err != nil {
-				return err
-			}
-		}
-		if seq == h.seq {
-			return nil
-		}
-		h.seq = seq
-		return writeHeader(tx, h)
-	})
-	if err != nil {
-		return fmt.Errorf("catalog: append to table %q: %w", plan.Table, err)
-	}
-	return nil
-}
-
-// RemoveObjects forgets the objects ids of table (the caller deletes their
-// DEKs and the objects). An id the table does not hold is skipped; one
-// another table holds is ErrObject, and nothing is removed. The records
-// removed are shredded (keyring.RecordTx.Delete).
-func (c *Catalog) RemoveObjects(ctx context.Context, table string, ids ...storageid.ID) error {
-	err := c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
-		h, err := findHeader(tx, table)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			o, err := getObject(tx, id)
-			if err != nil {
-				return err
-			}
-			if o == nil {
-				continue
-			}
-			if o.table != h.key {
-				return fmt.Errorf("%w: object %s is in another table", ErrObject, id)
-			}
-			if err := tx.Delete(objectKey(id)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("catalog: remove objects of table %q: %w", table, err)
-	}
-	return nil
-}
-
-// Drop removes the table and its objects' records from the catalog and
-// returns what it held: the caller deletes the DEKs and the objects. The
-// records are shredded. Its field IDs die with it.
-func (c *Catalog) Drop(ctx context.Context, table string) (*Table, error) {
-	var out *Table
-	err := c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
-		h, err := findHeader(tx, table)
-		if err != nil {
-			return err
-		}
-		ts, err := withObjects(tx, []*header{h})
-		if err != nil {
-			return err
-		}
-		out = ts[0]
-		for _, o := range out.Objects {
-			if err := tx.Delete(objectKey(o.ID)); err != nil {
-				return err
-			}
-		}
-		return tx.Delete(headerKey(h.key))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("catalog: drop table %q: %w", table, err)
-	}
-	return out, nil
-}
-
-// evolve runs one schema change on the current version of table: fn
-// returns the new top-level fields and the change's note.
-func (c *Catalog) evolve(ctx context.Context, table, what string, fn func(t *Table) ([]arrow.Field, string, error)) (Version, error) {
-	var v Version
-	err := c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
-		h, err := findHeader(tx, table)
-		if err != nil {
-			return err
-		}
-		fs, change, err := fn(h.t)
-		if err != nil {
-			return err
-		}
-		v = addVersion(h.t, fs, truncate(change))
-		return writeHeader(tx, h)
-	})
-	if err != nil {
-		return Version{}, fmt.Errorf("catalog: %s in table %q: %w", what, table, err)
-	}
-	return v, nil
-}
-
-// AddColumn adds a nullable column of type typ at path (a dotted path adds
-// into a struct: "a.b" adds b to struct a) and returns the new version.
-// The column, and every field nested in it, gets a fresh field ID above
-// the table's HighWater, so no ID is reused (Section 11.2). A column of
-// that name already there is ErrEvolution.
-func (c *Catalog) AddColumn(ctx context.Context, table, path string, typ arrow.DataType) (Version, error) {
-	return c.evolve(ctx, table, "add column", func(t *Table) ([]arrow.Field, string, error) {
-		if typ == nil {
-			return nil, "", colErr(path, ErrEvolution, "no type")
-		}
-		var change string
-		fs, err := edit(t.Current().Schema.Fields(), path, func(fs []arrow.Field, name string) ([]arrow.Field, error) {
-			if index(fs, name) >= 0 {
-				return nil, colErr(path, ErrEvolution, "a column of that name exists")
-			}
-			f := arrow.Field{Name: name, Type: typ, Nullable: true}
-			if err := checkInput(arrow.NewSchema([]arrow.Field{f}, nil)); err != nil {
-				return nil, &ColumnError{Column: path, Err: fmt.Errorf("%w: %w", ErrEvolution, err)}
-			}
-			fresh, high, err := numberFresh([]arrow.Field{f}, t.HighWater)
-			if err != nil {
-				return nil, &ColumnError{Column: path, Err: err}
-			}
-			id, _ := fieldID(fresh[0])
-			change = fmt.Sprintf("add %s (id %d)", path, id)
-			t.HighWater = high
-			return append(slices.Clone(fs), fresh[0]), nil
-		})
-		return fs, change, err
-	})
-}
-
-// RenameColumn renames the column at path to newName, keeping its field
-// ID: objects written before read under the new name (Section 11.2). The
-// old name is free for a new column, which gets a new ID.
-func (c *Catalog) RenameColumn(ctx context.Context, table, path, newName string) (Version, error) {
-	return c.evolve(ctx, table, "rename column", func(t *Table) ([]arrow.Field, string, error) {
-		fs, err := edit(t.Current().Schema.Fields(), path, func(fs []arrow.Field, name string) ([]arrow.Field, error) {
-			i := index(fs, name)
-			if i < 0 {
-				return nil, colErr(path, ErrEvolution, "no such column")
-			}
-			if newName == "" || bytes.ContainsRune([]byte(newName), '.') || len(newName) > maxName {
-				return nil, colErr(path, ErrEvolution, "%q is not a column name", newName)
-			}
-			if index(fs, newName) >= 0 {
-				return nil, colErr(path, ErrEvolution, "a column named %q exists", newName)
-			}
-			out := slices.Clone(fs)
-			out[i].Name = newName
-			return out, nil
-		})
-		return fs, fmt.Sprintf("rename %s to %s", path, newName), err
-	})
-}
-
-// DropColumn drops the column at path. Its field ID, and those nested in
-// it, are never assigned again (Section 11.2). Dropping the last column of
-// the table or of a struct is ErrEvolution.
-func (c *Catalog) DropColumn(ctx context.Context, table, path string) (Version, error) {
-	return c.evolve(ctx, table, "drop column", func(t *Table) ([]arrow.Field, string, error) {
-		fs, err := edit(t.Current().Schema.Fields(), path, func(fs []arrow.Field, name string) ([]arrow.Field, error) {
-			i := index(fs, name)
-			if i < 0 {
-				return nil, colErr(path, ErrEvolution, "no such column")
-			}
-			if len(fs) == 1 {
-				return nil, colErr(path, ErrEvolution, "the last column of its table or struct")
-			}
-			return slices.Delete(slices.Clone(fs), i, i+1), nil
-		})
-		return fs, "drop " + path, err
-	})
-}
-
-// Promote widens the column at path to typ, as Iceberg allows: int8,
-// int16 and int32 to a wider integer (int32 or int64), float32 to
-// float64, a decimal to a larger precision of the same scale. Objects
-// written before keep their narrower type; readers widen. Anything else
-// is ErrEvolution in a *ColumnError.
-func (c *Catalog) Promote(ctx context.Context, table, path string, typ arrow.DataType) (Version, error) {
-	return c.evolve(ctx, table, "promote column", func(t *Table) ([]arrow.Field, string, error) {
-		var change string
-		fs, err := edit(t.Current().Schema.Fields(), path, func(fs []arrow.Field, name string) ([]arrow.Field, error) {
-			i := index(fs, name)
-			if i < 0 {
-				return nil, colErr(path, ErrEvolution, "no such column")
-			}
-			if typ == nil || !promotable(fs[i].Type, typ) {
-				return nil, colErr(path, ErrEvolution, "%s cannot be promoted to %v", fs[i].Type, typ)
-			}
-			change = fmt.Sprintf("promote %s from %s to %s", path, fs[i].Type, typ)
-			out := slices.Clone(fs)
-			out[i].Type = typ
-			return out, nil
-		})
-		return fs, change, err
-	})
 }

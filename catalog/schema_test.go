@@ -201,7 +201,10 @@ func TestEvolution(t *testing.T) {
 		{func() error { _, err := e.cat.AddColumn(ctx, "t", "s.xx", arrow.PrimitiveTypes.Int8); return err }(), "s.xx"},
 		{func() error { _, err := e.cat.AddColumn(ctx, "t", "a.q", arrow.PrimitiveTypes.Int8); return err }(), "a"},
 		{func() error { _, err := e.cat.AddColumn(ctx, "t", "nope.q", arrow.PrimitiveTypes.Int8); return err }(), "nope"},
-		{func() error { _, err := e.cat.AddColumn(ctx, "t", "s.m.value.z", arrow.PrimitiveTypes.Int8); return err }(), "s.m"},
+		{func() error {
+			_, err := e.cat.AddColumn(ctx, "t", "s.m.value.z", arrow.PrimitiveTypes.Int8)
+			return err
+		}(), "s.m"},
 		{func() error { _, err := e.cat.RenameColumn(ctx, "t", "s.xx", "y"); return err }(), "s.xx"},
 		{func() error { _, err := e.cat.RenameColumn(ctx, "t", "nope", "z"); return err }(), "nope"},
 		{func() error { _, err := e.cat.RenameColumn(ctx, "t", "a", "p.q"); return err }(), "a"},

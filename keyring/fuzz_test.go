@@ -19,7 +19,7 @@ import (
 // typed reports whether err is one of the errors a bad ring file may give.
 func typed(err error) bool {
 	for _, s := range []error{keyring.ErrFile, keyring.ErrLegacyFormat, keyring.ErrMaster,
-		keyring.ErrWrongKEK, keyring.ErrUnwrap, keyring.ErrNotFound, keyring.ErrScrub} {
+		keyring.ErrWrongKEK, keyring.ErrUnwrap, keyring.ErrNotFound, keyring.ErrScrub, keyring.ErrRecord} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -60,6 +60,12 @@ func FuzzOpen(f *testing.F) {
 			if _, err := ro.ResolveDEK(ctx, id); err != nil && !typed(err) {
 				t.Fatalf("ResolveDEK: untyped error: %v", err)
 			}
+		}
+		err = ro.Records("catalog").View(ctx, func(tx *keyring.RecordTx) error {
+			return tx.ForEach(func(k, v []byte) error { return nil })
+		})
+		if err != nil && !typed(err) {
+			t.Fatalf("Records: untyped error: %v", err)
 		}
 		rw, err := keyring.Open(ctx, path, kek, keyring.WithLockTimeout(time.Second))
 		if err != nil {

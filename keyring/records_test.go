@@ -402,3 +402,51 @@ func TestRecordsConcurrentProcesses(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged records found", seen, 3*n)
 	}
 }
+
+// TestRecordsRaceRekey: Updates and Views through two Rings while a third
+// Ring and a child process re-key the ring again and again: every
+// acknowledged Update is found, the counter counts each once, and no View
+// fails (a re-key between a View's reading and its unwrapping is retried).
+func TestRecordsRaceRekey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ring")
+	kek := keyring.NewKEK()
+	createRing(t, path, kek)
+	const n = 30
+	var wg sync.WaitGroup
+	for g := range 2 {
+		rs := openRing(t, path, kek).Records("counters")
+		wg.Go(func() {
+			for i := range n {
+				key := fmt.Sprint("g", g, "_", i)
+				if err := rs.Update(ctx, func(tx *keyring.RecordTx) error { return bump(tx, key) }); err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				if _, err := getRecord(rs, key); err != nil {
+					t.Errorf("view: %v", err)
+					return
+				}
+			}
+		})
+	}
+	rk := openRing(t, path, kek)
+	wg.Go(func() {
+		for range 10 {
+			if err := rk.Rekey(ctx, nil); err != nil {
+				t.Errorf("rekey: %v", err)
+				return
+			}
+		}
+	})
+	runChildren(t, path, kek, 10, "rekey")
+	wg.Wait()
+	v, err := getRecord(openRing(t, path, kek).Records("counters"), "counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := binary.BigEndian.Uint64([]byte(v)); c != 2*n {
+		t.Fatalf("counter %d, want %d", c, 2*n)
+	}
+}

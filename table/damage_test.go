@@ -318,3 +318,35 @@ func TestPrefetch(t *testing.T) {
 		goroutinesBack(t, base)
 	})
 }
+
+// TestRecordOutlivesScan: a record retained past the scan's Release is still
+// valid, and its buffers go back to the caller's allocator when it is
+// released, after the scan has handed back everything it kept for reuse.
+func TestRecordOutlivesScan(t *testing.T) {
+	t.Parallel()
+	st, k, objs := many(t, 3)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rr, err := table.Scan(context.Background(), st, k, manySchema, idsOf(objs), table.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []arrow.RecordBatch
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		rec.Retain()
+		kept = append(kept, rec)
+	}
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rr.Release()
+	var ids []int64
+	for _, rec := range kept {
+		ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
+		rec.Release()
+	}
+	if !slices.Equal(ids, seq(0, 3*objRows)) {
+		t.Fatalf("%d rows", len(ids))
+	}
+}

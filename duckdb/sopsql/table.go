@@ -80,10 +80,15 @@ func (fn *functions) bindTable(ctx context.Context, name string, p scanParams, s
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%w: table %q has no columns", ErrType, name)
 	}
+	seen := make(map[int32]string, len(cols))
 	for _, c := range cols {
 		if !c.hasID {
 			return nil, fmt.Errorf("%w: table %q: column %q has no field ID (%s)", ErrType, name, c.name, writer.FieldIDKey)
 		}
+		if other, dup := seen[c.id]; dup {
+			return nil, fmt.Errorf("%w: table %q: columns %q and %q have the same field ID %d", ErrType, name, other, c.name, c.id)
+		}
+		seen[c.id] = c.name
 	}
 	s := &tableScan{
 		ctx: ctx, fn: fn, name: name, cols: cols, batch: p.batch, sink: sink,

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/duckdb/internal/ducktest"
 	"github.com/sovm/sop-pme/internal/testkit/testtables"
+	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
@@ -455,7 +456,8 @@ func TestTablePushdown(t *testing.T) {
 
 // TestTableDamage: one object of four has a flipped byte in a column
 // chunk: a query over that column fails with verify.ErrVerify, naming the
-// object, through DB.Query.
+// object, through DB.Query; and one with a flipped byte in its footer
+// region fails every query that reaches it.
 func TestTableDamage(t *testing.T) {
 	t.Parallel()
 	const rows = 8000
@@ -485,6 +487,19 @@ func TestTableDamage(t *testing.T) {
 		if _, err := db.Query(context.Background(), "SELECT sum(c1) FROM sop_scan('t')"); err != nil {
 			t.Errorf("threads=%d: sum(c1): %v", threads, err)
 		}
+	}
+	// A damaged footer region: the object fails to open, and so does every
+	// query that reaches it.
+	badFooter := objs[1].ID
+	data = st.Bytes(t, badFooter)
+	data[len(data)-100] ^= 0x01
+	if err := os.WriteFile(st.Path(badFooter), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, st, st, WithThreads(2), WithTables(fakeTables{"t": {Schema: rec.Schema(), Objects: objs[:2]}}))
+	res, err := db.Query(context.Background(), "SELECT count(*) FROM sop_scan('t')")
+	if !errors.Is(err, verify.ErrVerify) || res != nil || !strings.Contains(err.Error(), badFooter.String()) {
+		t.Errorf("damaged footer: result %v, error %v; want verify.ErrVerify naming %s", res, err, badFooter)
 	}
 }
 
@@ -544,6 +559,18 @@ func TestTableNames(t *testing.T) {
 	if _, err := plain.Query(ctx, "SELECT * FROM sop_scan('t')"); !errors.Is(err, ErrArgument) {
 		t.Errorf("without WithTables: %v; want ErrArgument", err)
 	}
+	// A table schema without field IDs, or with one twice, fails the bind.
+	noID := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	twice := arrow.NewSchema([]arrow.Field{
+		{Name: "x", Type: arrow.PrimitiveTypes.Int64, Metadata: testtables.FieldID(1)},
+		{Name: "y", Type: arrow.PrimitiveTypes.Int64, Metadata: testtables.FieldID(1)},
+	}, nil)
+	bad := openDB(t, st, st, WithTables(fakeTables{"noid": {Schema: noID}, "twice": {Schema: twice}}))
+	for _, name := range []string{"noid", "twice"} {
+		if _, err := bad.Query(ctx, "SELECT * FROM sop_scan('"+name+"')"); !errors.Is(err, ErrType) {
+			t.Errorf("table %s: %v; want ErrType", name, err)
+		}
+	}
 	if _, err := Open(ctx, st, st.Keys, WithTableViews()); !errors.Is(err, ErrOption) {
 		t.Errorf("WithTableViews without WithTables: %v; want ErrOption", err)
 	}
@@ -586,4 +613,129 @@ func TestTableLazyOpen(t *testing.T) {
 	}
 	src.reset()
 	compareRows(t, "count", [][]any{{int64(40 * 3000)}}, ducktest.MustQuery(t, db, "SELECT count(*) FROM sop_scan('t')"))
+}
+
+// countingKeys counts the DEK resolutions per object: one per reader.Open.
+type countingKeys struct {
+	keys ducktest.Keys
+	mu   sync.Mutex
+	n    map[storageid.ID]int
+}
+
+func (k *countingKeys) ResolveDEK(ctx context.Context, id storageid.ID) (pme.DEK, error) {
+	k.mu.Lock()
+	k.n[id]++
+	k.mu.Unlock()
+	return k.keys.ResolveDEK(ctx, id)
+}
+
+// TestTableOpensOnce: at two threads, which share the (object, row group)
+// cursor, each object of a table is opened once per query, and every row
+// is read once.
+func TestTableOpensOnce(t *testing.T) {
+	t.Parallel()
+	const rows = 8000
+	rec := wideTable(rows)
+	defer rec.Release()
+	st := ducktest.NewStore(t)
+	var objs []TableObject
+	for range 8 {
+		objs = append(objs, TableObject{ID: st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(rows/4)).StorageID, Rows: rows})
+	}
+	keys := &countingKeys{keys: st.Keys, n: map[storageid.ID]int{}}
+	d, err := Open(context.Background(), st, keys, withPoison(), WithThreads(2), WithTables(fakeTables{"t": {Schema: rec.Schema(), Objects: objs}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var want int64
+	for r := range int64(rows) {
+		want += (r * 2) ^ (r * r)
+	}
+	for q := range 3 {
+		compareRows(t, "sum", [][]any{{8 * want, int64(8 * rows)}}, ducktest.MustQuery(t, d.SQL(), "SELECT sum(c2)::BIGINT, count(*) FROM sop_scan('t')"))
+		keys.mu.Lock()
+		for i, o := range objs {
+			if n := keys.n[o.ID]; n != q+1 {
+				t.Errorf("after %d queries, object %d was opened %d times", q+1, i, n)
+			}
+		}
+		keys.mu.Unlock()
+	}
+}
+
+// TestTableAllTypes: a table of two objects of every type the interop
+// suite has (nested included), in the writer's schema, reads as the two
+// objects read one after the other, at one thread, row by row.
+func TestTableAllTypes(t *testing.T) {
+	t.Parallel()
+	st := ducktest.NewStore(t)
+	for _, schema := range []*arrow.Schema{testtables.AllTypes(), testtables.ExtraTypes()} {
+		var objs []TableObject
+		for seed := range 2 {
+			rec := testtables.Record(schema, 1500, uint64(seed+1))
+			defer rec.Release()
+			objs = append(objs, TableObject{ID: st.Write(t, schema, []arrow.RecordBatch{rec}, writer.WithRowGroupRows(500)).StorageID, Rows: 1500})
+		}
+		db := openDB(t, st, st, WithThreads(1), WithTables(fakeTables{"t": {Schema: schema, Objects: objs}})).SQL()
+		q := "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM %s)"
+		compareRows(t, "DESCRIBE", ducktest.MustQuery(t, db, fmt.Sprintf(q, sopScan(objs[0].ID))), ducktest.MustQuery(t, db, fmt.Sprintf(q, "sop_scan('t')")))
+		want := ducktest.MustQuery(t, db, "SELECT * FROM "+sopScan(objs[0].ID)+" UNION ALL SELECT * FROM "+sopScan(objs[1].ID))
+		compareRows(t, "SELECT *", want, ducktest.MustQuery(t, db, "SELECT * FROM sop_scan('t')"))
+	}
+}
+
+// TestTablePromotions: every promotion the table takes, over the interop
+// suite's random values (edge values and nulls included), reads as
+// DuckDB's own CAST of the object's column to the table's type.
+func TestTablePromotions(t *testing.T) {
+	t.Parallel()
+	f := func(name string, dt arrow.DataType, id int) arrow.Field {
+		return arrow.Field{Name: name, Type: dt, Nullable: true, Metadata: testtables.FieldID(id)}
+	}
+	p := arrow.PrimitiveTypes
+	type promo struct {
+		from, to arrow.DataType
+		cast     string
+	}
+	promos := []promo{
+		{p.Int8, p.Int16, "SMALLINT"},
+		{p.Int8, p.Int64, "BIGINT"},
+		{p.Int16, p.Int32, "INTEGER"},
+		{p.Int32, p.Int64, "BIGINT"},
+		{p.Uint8, p.Uint32, "UINTEGER"},
+		{p.Uint16, p.Int32, "INTEGER"},
+		{p.Uint32, p.Uint64, "UBIGINT"},
+		{p.Uint32, p.Int64, "BIGINT"},
+		{p.Float32, p.Float64, "DOUBLE"},
+		{&arrow.Decimal128Type{Precision: 4, Scale: 1}, &arrow.Decimal128Type{Precision: 9, Scale: 1}, "DECIMAL(9,1)"},
+		{&arrow.Decimal128Type{Precision: 9, Scale: 2}, &arrow.Decimal128Type{Precision: 18, Scale: 2}, "DECIMAL(18,2)"},
+		{&arrow.Decimal128Type{Precision: 9, Scale: 2}, &arrow.Decimal128Type{Precision: 30, Scale: 2}, "DECIMAL(30,2)"},
+		{&arrow.Decimal128Type{Precision: 15, Scale: 3}, &arrow.Decimal128Type{Precision: 38, Scale: 3}, "DECIMAL(38,3)"},
+		{&arrow.Decimal128Type{Precision: 20, Scale: 0}, &arrow.Decimal128Type{Precision: 25, Scale: 0}, "DECIMAL(25,0)"},
+	}
+	from := []arrow.Field{f("k", p.Int64, 1)}
+	to := []arrow.Field{f("k", p.Int64, 1)}
+	sel, cast := []string{"k"}, []string{"k"}
+	for i, pr := range promos {
+		name := fmt.Sprintf("c%d", i)
+		from = append(from, f(name, pr.from, i+2))
+		to = append(to, f(name, pr.to, i+2))
+		sel = append(sel, name+"::VARCHAR")
+		cast = append(cast, fmt.Sprintf("%s::%s::VARCHAR", name, pr.cast))
+	}
+	rec := testtables.Record(arrow.NewSchema(from, nil), 3000, 5)
+	defer rec.Release()
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(1000)).StorageID
+	db := openDB(t, st, st, WithTables(fakeTables{"t": {Schema: arrow.NewSchema(to, nil), Objects: []TableObject{{ID: id, Rows: 3000}}}})).SQL()
+	want := ducktest.MustQuery(t, db, "SELECT "+strings.Join(cast, ", ")+" FROM "+sopScan(id)+" ORDER BY ALL")
+	got := ducktest.MustQuery(t, db, "SELECT "+strings.Join(sel, ", ")+" FROM sop_scan('t') ORDER BY ALL")
+	compareRows(t, "promoted", want, got)
+	types := ducktest.MustQuery(t, db, "SELECT column_type FROM (DESCRIBE SELECT * FROM sop_scan('t')) OFFSET 1")
+	for i, pr := range promos {
+		if types[i][0] != pr.cast {
+			t.Errorf("column %d: %v, want %s", i, types[i][0], pr.cast)
+		}
+	}
 }

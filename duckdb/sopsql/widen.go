@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // This file adapts the columns of a table's objects to the table's current
@@ -31,28 +32,13 @@ type widenFunc func(arr arrow.Array) (arrow.Array, error)
 // have the same DuckDB type, or widened into target. ok is false for a
 // type that is neither.
 func adapt(got, want arrow.DataType) (widen widenFunc, target arrow.DataType, ok bool) {
-	if arrow.TypeEqual(got, want) {
+	if arrow.TypeEqual(got, want) || sameDuckType(got, want) {
 		return nil, got, true
-	}
-	if d, isDict := want.(*arrow.DictionaryType); isDict {
-		want = d.ValueType // the table's DuckDB type is its values'
-	}
-	if d, isDict := got.(*arrow.DictionaryType); isDict {
-		if kind(d.ValueType) != 0 && kind(d.ValueType) == kind(want) {
-			return nil, got, true
-		}
-		return nil, nil, false
-	}
-	if k := kind(got); k != 0 && k == kind(want) {
-		return nil, got, true // VARCHAR or BLOB either way
 	}
 	if gd, isDec := got.(arrow.DecimalType); isDec {
 		wd, isDec := want.(arrow.DecimalType)
-		if !isDec || gd.GetScale() != wd.GetScale() || gd.GetPrecision() > wd.GetPrecision() || wd.GetPrecision() > 38 || gd.GetPrecision() > 38 {
+		if !isDec || gd.GetScale() != wd.GetScale() || gd.GetPrecision() >= wd.GetPrecision() || wd.GetPrecision() > 38 {
 			return nil, nil, false
-		}
-		if gd.GetPrecision() == wd.GetPrecision() {
-			return nil, got, true // the same DECIMAL(p, s), in any width
 		}
 		return decimalWidener(got, wd.GetPrecision(), wd.GetScale())
 	}
@@ -62,16 +48,60 @@ func adapt(got, want arrow.DataType) (widen widenFunc, target arrow.DataType, ok
 	return nil, nil, false
 }
 
-// kind is 1 for the Arrow types DuckDB reads as VARCHAR, 2 for BLOB
-// (fixed_size_binary aside), 0 for the others.
-func kind(dt arrow.DataType) int {
-	switch dt.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		return 1
-	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW:
-		return 2
+// sameDuckType reports whether Arrow types a and b have the same DuckDB
+// type (newConv): then the writer of a writes a column of b's type. So a
+// table column takes an object's column of another Arrow type that DuckDB
+// does not tell apart: a string of any width or a dictionary of strings,
+// a decimal of the same precision and scale in any width, a time32[ms]
+// for a time32[s] (Parquet keeps TIME in milliseconds at least), a list
+// whose element field has another name, nested types of such. Widening
+// inside a nested type is not done: such a promotion fails the query with
+// ErrType.
+func sameDuckType(a, b arrow.DataType) bool {
+	ca, err := newConv(a)
+	if err != nil {
+		return false
 	}
-	return 0
+	cb, err := newConv(b)
+	if err != nil {
+		return false
+	}
+	return sameInfo(ca.info, cb.info)
+}
+
+// sameInfo reports whether two DuckDB types are the same.
+func sameInfo(a, b duckdb.TypeInfo) bool {
+	if a.InternalType() != b.InternalType() {
+		return false
+	}
+	switch da := a.Details().(type) {
+	case nil:
+		return b.Details() == nil
+	case *duckdb.DecimalDetails:
+		db, ok := b.Details().(*duckdb.DecimalDetails)
+		return ok && *da == *db
+	case *duckdb.ListDetails:
+		db, ok := b.Details().(*duckdb.ListDetails)
+		return ok && sameInfo(da.Child, db.Child)
+	case *duckdb.ArrayDetails:
+		db, ok := b.Details().(*duckdb.ArrayDetails)
+		return ok && da.Size == db.Size && sameInfo(da.Child, db.Child)
+	case *duckdb.MapDetails:
+		db, ok := b.Details().(*duckdb.MapDetails)
+		return ok && sameInfo(da.Key, db.Key) && sameInfo(da.Value, db.Value)
+	case *duckdb.StructDetails:
+		db, ok := b.Details().(*duckdb.StructDetails)
+		if !ok || len(da.Entries) != len(db.Entries) {
+			return false
+		}
+		for i, e := range da.Entries {
+			if e.Name() != db.Entries[i].Name() || !sameInfo(e.Info(), db.Entries[i].Info()) {
+				return false
+			}
+		}
+		return true
+	}
+	return false // enums, unions: not sop_scan's types
 }
 
 type number interface {

@@ -51,6 +51,12 @@ func TestAdapt(t *testing.T) {
 		{dec(9, 2), dec(18, 3), false, false},
 		{dec(18, 2), dec(9, 2), false, false},
 		{arrow.FixedWidthTypes.Date32, p.Int32, false, false},
+		{arrow.ListOfField(arrow.Field{Name: "element", Type: p.Int64, Nullable: true}), arrow.ListOf(p.Int64), true, false},
+		{arrow.ListOf(p.Int32), arrow.ListOf(p.Int64), false, false},
+		{arrow.StructOf(arrow.Field{Name: "x", Type: arrow.BinaryTypes.String}), arrow.StructOf(arrow.Field{Name: "x", Type: arrow.BinaryTypes.LargeString, Nullable: true}), true, false},
+		{arrow.StructOf(arrow.Field{Name: "x", Type: p.Int64}), arrow.StructOf(arrow.Field{Name: "y", Type: p.Int64}), false, false},
+		{arrow.MapOf(arrow.BinaryTypes.String, p.Int64), arrow.MapOf(arrow.BinaryTypes.String, p.Int64), true, false},
+		{arrow.MapOf(arrow.BinaryTypes.String, p.Int64), arrow.ListOf(arrow.StructOf(arrow.Field{Name: "key", Type: arrow.BinaryTypes.String}, arrow.Field{Name: "value", Type: p.Int64})), false, false},
 	} {
 		w, target, ok := adapt(c.got, c.want)
 		if ok != c.ok || (w != nil) != c.widen {
