@@ -317,11 +317,11 @@ func TestTableVerify(t *testing.T) {
 	}
 	bad := res[1].StorageID
 	damage(t, e.store, bad, 10)
-	r = e.fails(exitVerify, []string{"1 of 3 objects failed"}, "verify", "t")
+	r = e.fails(exitVerify, []string{"1 of 3 objects of table t failed"}, "verify", "t")
 	if !strings.Contains(r.stdout, bad+": FAILED") || strings.Count(r.stdout, "every byte matches") != 2 {
 		t.Errorf("verify t with %s damaged:\n%s", bad, r.stdout)
 	}
-	r = e.fails(exitVerify, []string{"1 of 3 objects failed"}, "verify", "t", "--json")
+	r = e.fails(exitVerify, []string{"1 of 3 objects of table t failed"}, "verify", "t", "--json")
 	var sum verifySummary
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || sum.Total != 3 || sum.Failed != 1 || sum.Objects[1].StorageID != bad || sum.Objects[1].Verified {
 		t.Errorf("verify t --json: %v\n%s", err, r.stdout)

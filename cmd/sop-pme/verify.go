@@ -112,9 +112,9 @@ failed. It needs the keyring, which holds the table's catalog.
 				fmt.Fprintf(a.stdout, "table %s has no objects\n", name)
 				return nil
 			}
-			return a.verifyObjects(ctx, objs, true, flags.asJSON)
+			return a.verifyObjects(ctx, objs, true, flags.asJSON, "table "+name)
 		}, a.withObjects(&flags, &all, keysLater, func(ctx context.Context, objs *objects) error {
-			return a.verifyObjects(ctx, objs, all || len(objs.ids) > 1, flags.asJSON)
+			return a.verifyObjects(ctx, objs, all || len(objs.ids) > 1, flags.asJSON, "")
 		})),
 	}
 	flags.add(cmd, "print the result as JSON")
@@ -123,8 +123,8 @@ failed. It needs the keyring, which holds the table's catalog.
 }
 
 // verifyObjects verifies objs.ids, one after another, printing a line for
-// each if many, and a summary.
-func (a *app) verifyObjects(ctx context.Context, objs *objects, many, asJSON bool) error {
+// each if many, and a summary (about of, such as "table t", if not "").
+func (a *app) verifyObjects(ctx context.Context, objs *objects, many, asJSON bool, of string) error {
 	ids := objs.ids
 	m := a.newMeter("verify", -1)
 	results := []verifyResult{}
@@ -174,7 +174,11 @@ func (a *app) verifyObjects(ctx context.Context, objs *objects, many, asJSON boo
 	case many:
 		fmt.Fprintf(a.stdout, "%d %s: %d verified, %d failed\n", sum.Total, plural(sum.Total, "object", "objects"), sum.Verified, sum.Failed)
 	}
-	return manyFailed(failures, len(ids), many, "failed verification")
+	what := "failed verification"
+	if of != "" {
+		what = "of " + of + " " + what
+	}
+	return manyFailed(failures, len(ids), many, what)
 }
 
 // gravity orders exit codes for a command over several objects: the code
