@@ -116,6 +116,9 @@ func (im *importer) importInto(ctx context.Context, st *blobs.Dir, k *keys, c *c
 		st.Delete(ctx, id)
 		return importResult{}, about(k.ring.Path(), err)
 	}
+	// A crash here leaves the object and its DEK in no table: ls lists it
+	// among the objects in no table, and rm removes it.
+	crashPoint("import-before-append")
 	obj := catalog.Object{
 		ID: id, Version: plan.Version, Rows: w.prog.Rows,
 		UnpaddedSize: int64(w.obj.UnpaddedSize), Size: int64(w.obj.Size),

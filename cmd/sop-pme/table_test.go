@@ -479,3 +479,31 @@ func TestTableConcurrentImports(t *testing.T) {
 		}
 	}
 }
+
+// TestTableImportCrash: an import killed after the object and its DEK are
+// written, before the table names the object, leaves an object in no
+// table: ls lists it there, the table does not, and rm ID removes it.
+func TestTableImportCrash(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := t.TempDir()
+	e.importTable("t", []string{writeText(t, dir, "a.csv", "id\n1\n")})
+	e.bin = crashBinary(t)
+	r := e.run([]string{"SOP_PME_STORE=" + e.store, "SOP_PME_CRASH_AT=import-before-append"}, "import", "--table", "t", writeText(t, dir, "b.csv", "id\n2\n"))
+	if r.code != -1 && r.code != 137 {
+		t.Fatalf("the import was not killed: %s", r)
+	}
+	e.bin = ""
+	all := e.lsJSON()
+	if len(all.Tables) != 1 || all.Tables[0].Objects != 1 || len(all.Objects) != 1 || all.Objects[0].DEK == nil || !*all.Objects[0].DEK {
+		t.Fatalf("after the crash: %+v", all)
+	}
+	orphan := all.Objects[0].StorageID
+	e.ok("rm", "--yes", orphan)
+	if all := e.lsJSON(); len(all.Objects) != 0 || all.Tables[0].Objects != 1 {
+		t.Errorf("after rm of the orphan: %+v", all)
+	}
+	if r := e.ok("export", "t", "--format", "csv"); r.stdout != "id\n1\n" {
+		t.Errorf("export t:\n%s", r.stdout)
+	}
+}
