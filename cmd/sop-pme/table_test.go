@@ -201,6 +201,9 @@ func TestTableImport(t *testing.T) {
 		e.fails(exitUsage, []string{"cannot name a table"}, "import", "--table", name, a)
 	}
 	e.fails(exitUsage, []string{"--assign-field-ids"}, "import", "--table", "orders", "--assign-field-ids", a)
+	e.fails(exitUsage, []string{"--evolve goes with --table"}, "import", "--evolve", a)
+	e.fails(exitUsage, []string{"one input file"}, "import", a, b)
+	e.fails(exitUsage, []string{"subcommand"}, "table")
 }
 
 // TestTableEvolve: an input with a column the table lacks is refused,
