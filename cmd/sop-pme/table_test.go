@@ -510,3 +510,28 @@ func TestTableImportCrash(t *testing.T) {
 		t.Errorf("export t:\n%s", r.stdout)
 	}
 }
+
+// TestParseType: the types of sop-pme table, and a usage error for others.
+func TestParseType(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"int32": "int32", "INT64": "int64", "float32": "float32", "double": "float64",
+		"string": "utf8", "bool": "bool", "date32": "date32", "binary": "binary",
+		"timestamp[us]": "timestamp[us]", "timestamp[ms, UTC]": "timestamp[ms, tz=UTC]",
+		"timestamp[ns,Europe/Paris]": "timestamp[ns, tz=Europe/Paris]",
+		"decimal(10,2)": "decimal(10, 2)", "decimal( 38 , 0 )": "decimal(38, 0)", "decimal(40,5)": "decimal256(40, 5)",
+		"time64[us]": "time64[us]",
+	} {
+		dt, err := parseType(in)
+		if err != nil || dt.String() != want {
+			t.Errorf("parseType(%q) = %v, %v; want %s", in, dt, err, want)
+		}
+	}
+	for _, in := range []string{"", "int9", "decimal(0,0)", "decimal(5,6)", "decimal(80,2)", "timestamp[m]", "list<int32>"} {
+		if _, err := parseType(in); err == nil {
+			t.Errorf("parseType(%q): no error", in)
+		} else if code, msg := exitCode(err); code != exitUsage || !strings.Contains(msg, "type") {
+			t.Errorf("parseType(%q): exit %d, %q", in, code, msg)
+		}
+	}
+}
