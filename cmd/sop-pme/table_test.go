@@ -519,7 +519,7 @@ func TestParseType(t *testing.T) {
 		"string": "utf8", "bool": "bool", "date32": "date32", "binary": "binary",
 		"timestamp[us]": "timestamp[us]", "timestamp[ms, UTC]": "timestamp[ms, tz=UTC]",
 		"timestamp[ns,Europe/Paris]": "timestamp[ns, tz=Europe/Paris]",
-		"decimal(10,2)": "decimal(10, 2)", "decimal( 38 , 0 )": "decimal(38, 0)", "decimal(40,5)": "decimal256(40, 5)",
+		"decimal(10,2)":              "decimal(10, 2)", "decimal( 38 , 0 )": "decimal(38, 0)", "decimal(40,5)": "decimal256(40, 5)",
 		"time64[us]": "time64[us]",
 	} {
 		dt, err := parseType(in)
