@@ -69,7 +69,10 @@ func WithTables(t Tables) Option {
 // WithTableViews makes Open create a view named after each table of
 // WithTables (Tables.Names), defined as SELECT * FROM sop_scan('NAME'),
 // the name quoted as an identifier and as a string. Creating a view binds
-// sop_scan, which resolves the table and opens none of its objects.
+// sop_scan, which resolves the table and opens none of its objects; each
+// query over the view resolves the table anew, so it reads the objects the
+// table has then (Tables.Table). A table added after Open has no view:
+// query it as sop_scan('NAME').
 func WithTableViews() Option {
 	return func(c *config) error {
 		c.tableViews = true

@@ -739,3 +739,41 @@ func TestTablePromotions(t *testing.T) {
 		}
 	}
 }
+
+// TestTableViewFollowsCatalog: a view of WithTableViews resolves its table
+// at each query, so an object appended to the table after Open is read.
+func TestTableViewFollowsCatalog(t *testing.T) {
+	t.Parallel()
+	rec := wideTable(1000)
+	defer rec.Release()
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
+	tbl := &Table{Schema: rec.Schema(), Objects: []TableObject{{ID: id, Rows: 1000}}}
+	var mu sync.Mutex
+	tables := lockedTables{mu: &mu, m: fakeTables{"events": tbl}}
+	db := openDB(t, st, st, WithTables(tables), WithTableViews()).SQL()
+	compareRows(t, "before", [][]any{{int64(1000)}}, ducktest.MustQuery(t, db, "SELECT count(*) FROM events"))
+	id2 := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}).StorageID
+	mu.Lock()
+	tables.m["events"] = &Table{Schema: rec.Schema(), Objects: append(slices.Clone(tbl.Objects), TableObject{ID: id2, Rows: 1000})}
+	mu.Unlock()
+	compareRows(t, "after", [][]any{{int64(2000)}}, ducktest.MustQuery(t, db, "SELECT count(*) FROM events"))
+}
+
+// lockedTables is fakeTables under a mutex, for a test that changes them.
+type lockedTables struct {
+	mu *sync.Mutex
+	m  fakeTables
+}
+
+func (l lockedTables) Names(ctx context.Context) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.Names(ctx)
+}
+
+func (l lockedTables) Table(ctx context.Context, name string) (*Table, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.Table(ctx, name)
+}
