@@ -290,3 +290,80 @@ func withMetadata(md arrow.Metadata, key, value string) arrow.Metadata {
 	}
 	return arrow.NewMetadata(keys, values)
 }
+
+// FieldIDsFrom returns schema with the field IDs of from, whose fields are
+// matched by name at every depth (a list's element and a map's key and
+// value by their place; types are not compared), as WithFieldIDsFrom
+// gives them to SealFile: so that records of schema, given the schema
+// returned, are written with a table's IDs. A field of schema that from
+// lacks, or whose counterpart has no valid ID, fails with ErrFieldID.
+func FieldIDsFrom(schema, from *arrow.Schema) (*arrow.Schema, error) {
+	if schema == nil || from == nil {
+		return nil, ErrSchema
+	}
+	return idsFrom(schema, from)
+}
+
+func idsFrom(schema, from *arrow.Schema) (*arrow.Schema, error) {
+	var level func(fields []arrow.Field, like []namedField, byPlace bool, prefix string) ([]arrow.Field, error)
+	level = func(fields []arrow.Field, like []namedField, byPlace bool, prefix string) ([]arrow.Field, error) {
+		out := make([]arrow.Field, len(fields))
+		for i, f := range fields {
+			path := f.Name
+			if prefix != "" {
+				path = prefix + "." + f.Name
+			}
+			var o arrow.Field
+			found := false
+			for j, l := range like {
+				if byPlace && j == i || !byPlace && l.name == f.Name {
+					o, found = l.field, true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("%w: %s is not in the schema whose IDs it is to take", ErrFieldID, path)
+			}
+			id, ok, err := fieldID(o, path)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("%w: %s has no ID in the schema whose IDs it is to take", ErrFieldID, path)
+			}
+			f.Metadata = withMetadata(f.Metadata, FieldIDKey, strconv.FormatInt(id, 10))
+			sub := childFields(o.Type)
+			place := !isStruct(f.Type)
+			f.Type, err = withChildren(f.Type, func(cs []arrow.Field) ([]arrow.Field, error) {
+				return level(cs, sub, place, path)
+			})
+			if err != nil {
+				return nil, err
+			}
+			out[i] = f
+		}
+		return out, nil
+	}
+	like := make([]namedField, from.NumFields())
+	for i, f := range from.Fields() {
+		like[i] = namedField{f.Name, f}
+	}
+	fields, err := level(schema.Fields(), like, false, "")
+	if err != nil {
+		return nil, err
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// isStruct reports whether t's children are a struct's fields, matched by
+// name: a struct, or an extension type (a variant) stored as one.
+func isStruct(t arrow.DataType) bool {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		return true
+	case arrow.ExtensionType:
+		return isStruct(t.StorageType())
+	}
+	return false
+}

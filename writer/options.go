@@ -2,6 +2,8 @@ package writer
 
 import (
 	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
 	"runtime"
 	"unicode/utf8"
 
@@ -57,8 +59,9 @@ type config struct {
 	keyValues     [][2]string
 	progress      func(Progress)
 	parallelism   int
-	level         int  // zstd level; 0: the codec's default
-	assignIDs     bool // SealFile only: WithAssignFieldIDs
+	level         int           // zstd level; 0: the codec's default
+	assignIDs     bool          // SealFile only: WithAssignFieldIDs
+	idsFrom       *arrow.Schema // SealFile only: WithFieldIDsFrom
 	// SealFile only, and only in this package's tests: publish row groups
 	// without decoding them first (see decodeRowGroup).
 	noDecodeCheck bool

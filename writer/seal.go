@@ -28,6 +28,25 @@ func WithAssignFieldIDs() Option {
 	}
 }
 
+// WithFieldIDsFrom makes SealFile give the fields of the file the field IDs
+// of schema, whatever IDs the file has: a table's catalog numbers the
+// columns of every object it takes (Section 11.2). The fields are matched
+// by name at every depth (a list's element and a map's key and value by
+// their place), against the Arrow schema pqarrow reads from the file's
+// Parquet schema; their types are not compared. A field of the file that
+// schema lacks, or that has no positive ID there, fails SealFile with
+// ErrFieldID before anything is staged. It applies to SealFile only (New
+// refuses it), and not with WithAssignFieldIDs.
+func WithFieldIDsFrom(schema *arrow.Schema) Option {
+	return func(cfg *config) error {
+		if schema == nil {
+			return fmt.Errorf("%w: WithFieldIDsFrom(nil)", ErrOption)
+		}
+		cfg.idsFrom = schema
+		return nil
+	}
+}
+
 // SealFile turns the plaintext Parquet file r, of size bytes, into a new
 // SOP-PME-1 object in store, byte for byte: no page is decoded or encoded.
 // Every page header and page body of the file's column chunks becomes an
@@ -99,6 +118,9 @@ func SealFile(ctx context.Context, store blobs.Store, r io.ReaderAt, size int64,
 	if err := sealOptions(cfg); err != nil {
 		return Object{}, err
 	}
+	if cfg.idsFrom != nil && cfg.assignIDs {
+		return Object{}, fmt.Errorf("%w: WithFieldIDsFrom and WithAssignFieldIDs", ErrOption)
+	}
 	if store == nil || r == nil || ctx == nil {
 		return Object{}, fmt.Errorf("%w: nil store, file or context", ErrOption)
 	}
@@ -112,7 +134,7 @@ func SealFile(ctx context.Context, store blobs.Store, r io.ReaderAt, size int64,
 	if err != nil {
 		return Object{}, err
 	}
-	ids, err := parquetFieldIDs(plain, cfg.assignIDs)
+	ids, err := parquetFieldIDs(plain, cfg.assignIDs, cfg.idsFrom)
 	if err != nil {
 		return Object{}, err
 	}
@@ -252,7 +274,9 @@ func (a aliveReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // Arrow schema has the first's shape, and its IDs say which element each
 // Arrow field comes from; that is where the ID the rule gives the field is
 // written.
-func parquetFieldIDs(f *seal.Footer, assign bool) (map[int]int32, error) {
+//
+// With from (WithFieldIDsFrom), the IDs are from's instead, by name.
+func parquetFieldIDs(f *seal.Footer, assign bool, from *arrow.Schema) (map[int]int32, error) {
 	// Fields bounds the schema (elements, depth, path bytes) before arrow-go
 	// builds anything from it.
 	if _, err := f.Fields(); err != nil {
@@ -266,12 +290,18 @@ func parquetFieldIDs(f *seal.Footer, assign bool) (map[int]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	if missing := missingFieldIDs(asIs); len(missing) > 0 && !assign {
-		return nil, fmt.Errorf("%w: %s %s none (WithAssignFieldIDs numbers them)", ErrFieldID, listPaths(missing), plural(len(missing), "has", "have"))
-	}
-	assigned, err := AssignFieldIDs(asIs)
-	if err != nil {
-		return nil, err
+	var assigned *arrow.Schema
+	if from != nil {
+		if assigned, err = idsFrom(asIs, from); err != nil {
+			return nil, err
+		}
+	} else {
+		if missing := missingFieldIDs(asIs); len(missing) > 0 && !assign {
+			return nil, fmt.Errorf("%w: %s %s none (WithAssignFieldIDs numbers them)", ErrFieldID, listPaths(missing), plural(len(missing), "has", "have"))
+		}
+		if assigned, err = AssignFieldIDs(asIs); err != nil {
+			return nil, err
+		}
 	}
 	ids := make(map[int]int32)
 	var match func(tr, as arrow.Field, path string) error

@@ -887,3 +887,59 @@ func TestSealFileEmpty(t *testing.T) {
 		t.Errorf("%d rows, schema %s; want 0 rows and %s", tbl.NumRows(), ids(s), ids(schema))
 	}
 }
+
+// TestSealFileFieldIDsFrom: WithFieldIDsFrom gives the sealed object the
+// IDs of another schema, matched by name, over the file's own (or in
+// place of none); a field that schema lacks is refused with ErrFieldID
+// before anything is staged.
+func TestSealFileFieldIDsFrom(t *testing.T) {
+	t.Parallel()
+	full, rec := testTable(t, 120, "")
+	defer rec.Release()
+	from, err := writer.AssignFieldIDs(stripIDs(full, func(string) bool { return false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// from's fields in another order: matched by name, not place.
+	fs := from.Fields()
+	fs[0], fs[1] = fs[1], fs[0]
+	from = arrow.NewSchema(fs, nil)
+	const want = "id=1 x=2 s=3 ts=4 ok=5 tags=6 tags.element=10 pt=7 pt.a=11 pt.b=12 m=8 m.key=13 m.value=14 long=9"
+	for name, keep := range map[string]func(string) bool{
+		"file without IDs": func(string) bool { return false },
+		"file with IDs":    func(string) bool { return true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			plain := plainParquet(t, withSchema(rec, stripIDs(full, keep)))
+			st := memstore.New()
+			obj, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithFieldIDsFrom(from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, tbl := readSealed(t, st, obj)
+			tbl.Release()
+			if got := ids(s); got != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+	t.Run("field missing", func(t *testing.T) {
+		plain := plainParquet(t, rec)
+		short := arrow.NewSchema(from.Fields()[:5], nil)
+		st := newMemStore()
+		_, err := writer.SealFile(context.Background(), st, bytes.NewReader(plain), int64(len(plain)), writer.WithFieldIDsFrom(short))
+		if !errors.Is(err, writer.ErrFieldID) {
+			t.Errorf("%v, want ErrFieldID", err)
+		}
+		if st.created != 0 {
+			t.Errorf("%d objects staged", st.created)
+		}
+	})
+	t.Run("with assign", func(t *testing.T) {
+		plain := plainParquet(t, rec)
+		_, err := writer.SealFile(context.Background(), memstore.New(), bytes.NewReader(plain), int64(len(plain)), writer.WithFieldIDsFrom(from), writer.WithAssignFieldIDs())
+		if !errors.Is(err, writer.ErrOption) {
+			t.Errorf("%v, want ErrOption", err)
+		}
+	})
+}

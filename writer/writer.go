@@ -105,6 +105,9 @@ func New(ctx context.Context, store blobs.Store, schema *arrow.Schema, opts ...O
 			return nil, err
 		}
 	}
+	if cfg.idsFrom != nil {
+		return nil, fmt.Errorf("%w: WithFieldIDsFrom applies to SealFile; give New a schema with the IDs", ErrOption)
+	}
 	if cfg.assignIDs {
 		return nil, fmt.Errorf("%w: WithAssignFieldIDs applies to SealFile; give New a schema with IDs (AssignFieldIDs)", ErrOption)
 	}

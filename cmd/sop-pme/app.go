@@ -50,8 +50,11 @@ directory store, and reads them back only through byte ranges verified against
 that storage_id.
 
 An ID, wherever a command takes one, is a storage_id (64 hex digits) or a
-unique prefix of one, of at least 8 hex digits; under --json, an error is
-one JSON object on stderr, {"error": "...", "code": N}.
+unique prefix of one, of at least 8 hex digits. A TABLE, where a command
+takes one (import --table, ls, schema, export, verify, rm, table, and a view
+in sql), is a table's name: objects in sequence under one schema, kept in a
+catalog encrypted in the keyring. Under --json, an error is one JSON object
+on stderr, {"error": "...", "code": N}.
 
 Install: ` + installHint,
 		SilenceErrors: true,
@@ -74,7 +77,7 @@ Install: ` + installHint,
 		return usagef("%s: %v (see %s -h)", subPath(c), err, c.CommandPath())
 	})
 	root.AddCommand(a.importCmd(), a.exportCmd(), a.lsCmd(), a.schemaCmd(), a.inspectCmd(),
-		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd(),
+		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.tableCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd(),
 		a.versionCmd())
 	// --version prints what sop-pme version prints.
 	var version strings.Builder

@@ -120,7 +120,7 @@ func classify(err error, subject string) (int, string) {
 
 // prefix matches the package prefixes of the library's errors ("reader: ",
 // "verify: ", ...): the command prints its own, once (see dropPrefixes).
-var prefix = regexp.MustCompile(`\b(reader|verify|blobs|keyring|pme|writer|storageid|padme|keyref|formats|parquet|arrow/ipc|arrow/csv|sopsql): `)
+var prefix = regexp.MustCompile(`\b(reader|verify|blobs|keyring|pme|writer|storageid|padme|keyref|formats|parquet|arrow/ipc|arrow/csv|sopsql|catalog): `)
 
 // dropPrefixes removes the package prefixes from s, but for a match that
 // ends a file name: "orders.parquet: " keeps its extension.

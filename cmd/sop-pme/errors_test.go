@@ -53,9 +53,10 @@ func TestHelp(t *testing.T) {
 		{[]string{"keys", "rotate", "--frob"}, "keys rotate: unknown flag"},
 		{[]string{"keys", "rotate", "x"}, "keys rotate takes no argument (see sop-pme keys rotate -h)"},
 		{[]string{"version", "x"}, "version takes no argument"},
-		{[]string{"export"}, "export takes one storage_id (see sop-pme export -h)"},
+		{[]string{"export"}, "export takes one storage_id or table (see sop-pme export -h)"},
 		{[]string{"export", id, id}, "one storage_id"},
-		{[]string{"export", "zz"}, "not a storage_id"},
+		{[]string{"export", "zz", "--format", "csv"}, "no store"}, // zz: a table
+		{[]string{"export", "zz"}, "give --format"},
 		{[]string{"import"}, "one input file"},
 		{[]string{"import", "--codec", "lzma", "x.csv"}, "--codec"},
 		{[]string{"verify", id}, "no store"},

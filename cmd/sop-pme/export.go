@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/table"
@@ -25,8 +26,8 @@ func (a *app) exportCmd() *cobra.Command {
 		f      formats.Format // from --format or -o's name (PreRunE)
 	)
 	cmd := &cobra.Command{
-		Use:   "export ID",
-		Short: "Write an object's rows out as Parquet, Arrow IPC, CSV or NDJSON",
+		Use:   "export ID|TABLE",
+		Short: "Write an object's or a table's rows out as Parquet, Arrow IPC, CSV or NDJSON",
 		Long: `Export reads the rows of the object ID through byte ranges verified against
 its storage_id, decrypts them with its DEK from the keyring, and writes them
 to -o FILE or stdout. Every byte read is verified before it is decrypted; a
@@ -50,15 +51,29 @@ Formats (--format, or from -o's extension):
 address.city) or by Parquet field ID, comma-separated; a nested field brings
 its enclosing fields with it. A name is looked up first, then an ID.
 
+Given a TABLE's name rather than an ID, export writes the rows of every object
+of the table, in the order they were appended, as one output at the table's
+current schema: columns are matched by field ID, so an object written before
+a column was added reads it as nulls, one written before a rename or a
+promotion reads under the new name and type, and a dropped column is gone.
+Every object is read through verified ranges, as one is.
+
+` + tablesHelp + `
+
 ` + keysHelp,
 		Example: `  sop-pme export -s ./store ID -o orders.parquet
   sop-pme export -s ./store ID --fields customer,amount --format csv > orders.csv
-  sop-pme export -s ./store ID --fields 2,3 --limit 10`,
-		Args: exactArgs(1, "one storage_id"),
+  sop-pme export -s ./store ID --fields 2,3 --limit 10
+  sop-pme export -s ./store orders -o orders.parquet`,
+		Args: exactArgs(1, "one storage_id or table"),
 		PreRunE: runE(func(_ *cobra.Command, args []string) (err error) {
-			// The ID, then the format, are checked before anything is
-			// opened.
-			if _, err = parseIDArgs(args); err != nil {
+			// The ID or table, then the format, are checked before
+			// anything is opened.
+			if isObjectArg(args[0]) {
+				if _, err = parseIDArgs(args); err != nil {
+					return err
+				}
+			} else if err = checkTableName(args[0]); err != nil {
 				return err
 			}
 			if f, err = exportFormat(format, out, a.stdoutTTY); err != nil {
@@ -69,7 +84,9 @@ its enclosing fields with it. A name is looked up first, then an ID.
 			}
 			return nil
 		}),
-		RunE: a.withObjects(&flags, nil, keysNow, func(ctx context.Context, objs *objects) error {
+		RunE: tableOr(func(cmd *cobra.Command, args []string) error {
+			return a.exportTable(cmd.Context(), &flags, args[0], f, out, fields, limit)
+		}, a.withObjects(&flags, nil, keysNow, func(ctx context.Context, objs *objects) error {
 			id := objs.ids[0]
 			m := a.newMeter("export", -1)
 			if (out == "" || out == "-") && a.stdoutTTY && f != formats.Table {
@@ -101,87 +118,15 @@ its enclosing fields with it. A name is looked up first, then an ID.
 				return about(id.String(), err)
 			}
 			defer rr.Release()
-
-			var w io.Writer = a.stdout
-			dest := "stdout"
-			var of *outputFile
-			if out != "" && out != "-" {
-				dest = out
-				if of, err = createOutput(ctx, out); err != nil {
-					m.abort()
-					return about(out, err)
-				}
-				defer func() {
-					if of != nil {
-						of.abort()
-					}
-				}()
-				w = of
-			}
-			var o formats.Output
-			var table *formats.TableOutput
-			if f == formats.Table {
-				table = formats.NewTable(w, rr.Schema(), limit)
-				o = table
-			} else if o, err = formats.NewOutput(w, f, rr.Schema()); err != nil {
-				m.abort()
-				return about(dest, err)
-			}
-			var rows int64
-			more := false // rows were cut: the object has more than limit
-			for rr.Next() {
-				rec := rr.RecordBatch()
-				if limit > 0 && rows >= limit {
-					// The limit fell on the end of a batch: the table says
-					// "the first rows" only if another batch has rows.
-					if more = rec.NumRows() > 0; more {
-						break
-					}
-					continue
-				}
-				if limit > 0 && rows+rec.NumRows() > limit {
-					rec = rec.NewSlice(0, limit-rows)
-					defer rec.Release()
-					more = true
-				}
-				if err := o.Write(rec); err != nil {
-					m.abort()
-					return about(dest, err)
-				}
-				rows += rec.NumRows()
-				if more || limit > 0 && rows >= limit && table == nil {
-					break
-				}
-			}
-			if err := rr.Err(); err != nil {
-				m.abort()
-				if (of == nil || of.inPlace()) && f != formats.Table {
-					return about(id.String(), fmt.Errorf("%w (what was written to %s is incomplete)", err, dest))
-				}
-				return about(id.String(), err)
-			}
-			if table != nil {
-				table.More = more
-			}
-			// The bar goes before anything is drawn at the end: a table
-			// starts on a line of its own.
-			m.clear()
-			if err := o.Close(); err != nil {
-				m.abort()
-				return about(dest, err)
-			}
-			if of != nil {
-				err := of.commit(ctx)
-				of = nil
-				if err != nil {
-					return about(out, err)
-				}
+			rows, dest, err := a.writeRows(ctx, rr, f, out, limit, m, id.String())
+			if err != nil {
+				return err
 			}
 			stats := r.Stats()
 			m.done("exported %d rows of %s to %s (%s fetched, %s verified, %d modules opened)", rows, id, dest,
 				mb(stats.BytesFetched), mb(stats.BytesVerified), stats.ModulesOpened)
 			return nil
-		}),
+		})),
 	}
 	flags.add(cmd, "")
 	fl := cmd.Flags()
@@ -190,6 +135,89 @@ its enclosing fields with it. A name is looked up first, then an ID.
 	fl.StringVar(&fields, "fields", "", "`names or IDs` of the fields to export, comma-separated (default all)")
 	fl.Int64Var(&limit, "limit", 0, "export at most `n` rows (default all; 40 for table)")
 	return cmd
+}
+
+// writeRows writes the rows of rr to out (stdout for "" or "-") in the
+// format f, at most limit of them (0: all), and returns how many it wrote
+// and where. A failure of rr is about subject (a storage_id or a table).
+func (a *app) writeRows(ctx context.Context, rr array.RecordReader, f formats.Format, out string, limit int64, m *meter, subject string) (int64, string, error) {
+	var err error
+	var w io.Writer = a.stdout
+	dest := "stdout"
+	var of *outputFile
+	if out != "" && out != "-" {
+		dest = out
+		if of, err = createOutput(ctx, out); err != nil {
+			m.abort()
+			return 0, "", about(out, err)
+		}
+		defer func() {
+			if of != nil {
+				of.abort()
+			}
+		}()
+		w = of
+	}
+	var o formats.Output
+	var table *formats.TableOutput
+	if f == formats.Table {
+		table = formats.NewTable(w, rr.Schema(), limit)
+		o = table
+	} else if o, err = formats.NewOutput(w, f, rr.Schema()); err != nil {
+		m.abort()
+		return 0, "", about(dest, err)
+	}
+	var rows int64
+	more := false // rows were cut: the object has more than limit
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		if limit > 0 && rows >= limit {
+			// The limit fell on the end of a batch: the table says
+			// "the first rows" only if another batch has rows.
+			if more = rec.NumRows() > 0; more {
+				break
+			}
+			continue
+		}
+		if limit > 0 && rows+rec.NumRows() > limit {
+			rec = rec.NewSlice(0, limit-rows)
+			defer rec.Release()
+			more = true
+		}
+		if err := o.Write(rec); err != nil {
+			m.abort()
+			return 0, "", about(dest, err)
+		}
+		rows += rec.NumRows()
+		if more || limit > 0 && rows >= limit && table == nil {
+			break
+		}
+	}
+	if err := rr.Err(); err != nil {
+		m.abort()
+		if (of == nil || of.inPlace()) && f != formats.Table {
+			return 0, "", about(subject, fmt.Errorf("%w (what was written to %s is incomplete)", err, dest))
+		}
+		return 0, "", about(subject, err)
+	}
+	if table != nil {
+		table.More = more
+	}
+	// The bar goes before anything is drawn at the end: a table
+	// starts on a line of its own.
+	m.clear()
+	if err := o.Close(); err != nil {
+		m.abort()
+		return 0, "", about(dest, err)
+	}
+	if of != nil {
+		err := of.commit(ctx)
+		of = nil
+		if err != nil {
+			return 0, "", about(out, err)
+		}
+	}
+	return rows, dest, nil
 }
 
 // exportFormat decides the output format: --format, else -o's extension,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
@@ -50,6 +51,12 @@ type importResult struct {
 	Rows         int64  `json:"rows"`
 	RowGroups    int    `json:"row_groups"`
 	KeyRef       string `json:"key_ref"`
+	// Table and Version, under --table: the table the object went into,
+	// and the version of its schema the object was written at.
+	Table   string `json:"table,omitempty"`
+	Version int    `json:"version,omitempty"`
+	// File is the input, under --table (- for stdin).
+	File string `json:"file,omitempty"`
 	// Path is how the object was made: "sealed" (the input's pages,
 	// byte for byte: writer.SealFile) or "reencoded" (its rows, encoded
 	// again: writer.WriteRecords), and ReencodeReason why not sealed.
@@ -84,6 +91,8 @@ type importer struct {
 	codec    string
 	parallel int
 	reencode bool
+	table    string // --table: the objects go into this table
+	evolve   bool   // --evolve: a new column of the input joins the table
 
 	// Set by validate.
 	f   formats.Format
@@ -94,7 +103,7 @@ type importer struct {
 func (a *app) importCmd() *cobra.Command {
 	im := &importer{a: a}
 	cmd := &cobra.Command{
-		Use:   "import FILE|-",
+		Use:   "import FILE|- | import --table NAME FILE...",
 		Short: "Write a table (Parquet, Arrow IPC, CSV, NDJSON) into a new object",
 		Long: `Import reads a table and writes it into one new SOP-PME-1 object in the store,
 and its DEK, wrapped, into the keyring. It prints the object's storage_id,
@@ -148,13 +157,44 @@ On any failure nothing is left behind: no object, no temporary file, no key.
 The store is created if there is none, and the KEK and keyring too (said on
 stderr), once the object is written.
 
+--table NAME writes each FILE (- for stdin) as an object of the table NAME,
+created by the first import into it. The table's catalog, on the trusted side
+in the keyring, gives the input's columns their field IDs (a column is known
+by its name there; the input's own IDs are not used, and --assign-field-ids
+is not needed): each object is sealed or re-encoded with the table's IDs,
+its DEK put into the keyring, then the object appended to the table, in that
+order (if the append fails, the DEK is forgotten and the object deleted). An
+input whose columns do not fit the table's schema (a column the table lacks,
+or one of another type that is not a promotion) is refused naming the column;
+--evolve adds its new columns to the table and widens what can be widened.
+The files are imported one after another, and an import stops at the first
+failure: the files before it stay in the table. Under --json, --table prints
+an array, one result per file.
+
+` + tablesHelp + `
+
 ` + keysHelp,
 		Example: `  sop-pme import --store ./store orders.parquet
-  duckdb -c "COPY (SELECT ...) TO '/dev/stdout' (FORMAT csv)" | sop-pme import -s ./store --format csv --assign-field-ids -`,
-		Args: exactArgs(1, "one input file (or - for stdin)"),
+  duckdb -c "COPY (SELECT ...) TO '/dev/stdout' (FORMAT csv)" | sop-pme import -s ./store --format csv --assign-field-ids -
+  sop-pme import -s ./store --table orders orders-2026-*.csv`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if im.table != "" {
+				if len(args) == 0 {
+					return usagef("import --table takes one or more input files (or - for stdin) (see sop-pme import -h)")
+				}
+				return nil
+			}
+			return exactArgs(1, "one input file (or - for stdin); several with --table")(cmd, args)
+		},
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := im.validate(); err != nil {
 				return err
+			}
+			if im.table != "" || cmd.Flags().Changed("table") {
+				return im.runTable(cmd.Context(), args)
+			}
+			if im.evolve {
+				return usagef("--evolve goes with --table")
 			}
 			return im.run(cmd.Context(), args[0])
 		}),
@@ -171,6 +211,8 @@ stderr), once the object is written.
 	fl.StringVar(&im.codec, "codec", "zstd", "page `codec`: zstd, snappy or none")
 	fl.IntVar(&im.parallel, "parallel", defaultParallel(), "row groups `n` encoded (re-encoding) or decoded for the check (sealing) at once; memory is about n+1 row groups + 128 MiB")
 	fl.BoolVar(&im.reencode, "reencode", false, "encode a Parquet input's rows again rather than seal its pages byte for byte")
+	fl.StringVar(&im.table, "table", "", "write each FILE as an object of the table `name` (see Tables below)")
+	fl.BoolVar(&im.evolve, "evolve", false, "with --table: add an input's new columns to the table's schema")
 	return cmd
 }
 
@@ -247,7 +289,7 @@ func (im *importer) run(ctx context.Context, path string) error {
 		return storeErr(dir, err)
 	}
 	created := errors.Is(statErr, fs.ErrNotExist)
-	w, err := im.write(ctx, st, in.Format, rr, src, m)
+	w, err := im.write(ctx, st, in.Format, rr, src, m, nil)
 	if err != nil {
 		m.abort()
 		if created {
@@ -255,7 +297,7 @@ func (im *importer) run(ctx context.Context, path string) error {
 		}
 		return about(name, err)
 	}
-	obj, prog := w.obj, w.prog
+	obj := w.obj
 	if k == nil {
 		if k, err = im.ks.openRing(ctx, dir, ringCreate, a.stderr); err != nil {
 			m.abort()
@@ -270,27 +312,51 @@ func (im *importer) run(ctx context.Context, path string) error {
 		st.Delete(ctx, obj.StorageID)
 		return about(k.ring.Path(), err)
 	}
+	res := im.finish(m, w, name)
+	if im.asJSON {
+		return printJSON(a.stdout, res)
+	}
+	im.print(res)
+	return nil
+}
+
+// finish ends the meter of an import with its summary line, and returns
+// its result.
+func (im *importer) finish(m *meter, w imported, name string) importResult {
+	obj, prog := w.obj, w.prog
 	if w.how == pathSealed {
 		m.done("sealed %d rows of %s byte for byte%s (%s in, %s object)", prog.Rows, name, rewritten(prog.RewrittenPages), mb(m.n.Load()), mb(int64(obj.Size)))
 	} else {
 		m.done("imported %d rows from %s, re-encoded: %s (%s in, %s object)", prog.Rows, name, w.why, mb(m.n.Load()), mb(int64(obj.Size)))
 	}
-	res := importResult{obj.StorageID.String(), obj.Size, obj.UnpaddedSize, prog.Rows, prog.RowGroups, obj.KeyRef.String(), w.how, w.why, prog.RewrittenPages}
-	if im.asJSON {
-		return printJSON(a.stdout, res)
+	return importResult{
+		StorageID: obj.StorageID.String(), Size: obj.Size, UnpaddedSize: obj.UnpaddedSize,
+		Rows: prog.Rows, RowGroups: prog.RowGroups, KeyRef: obj.KeyRef.String(),
+		Path: w.how, ReencodeReason: w.why, RewrittenPages: prog.RewrittenPages,
 	}
-	fmt.Fprintf(a.stdout, "storage_id     %s\n", res.StorageID)
-	fmt.Fprintf(a.stdout, "size           %d bytes (Padmé target of the unpadded size)\n", res.Size)
-	fmt.Fprintf(a.stdout, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", res.UnpaddedSize)
-	fmt.Fprintf(a.stdout, "rows           %d\n", res.Rows)
-	fmt.Fprintf(a.stdout, "row groups     %d\n", res.RowGroups)
-	fmt.Fprintf(a.stdout, "key_ref        %s (opaque; resolves nothing)\n", res.KeyRef)
-	if w.how == pathSealed {
-		fmt.Fprintf(a.stdout, "path           sealed (the input's pages, byte for byte%s)\n", rewritten(prog.RewrittenPages))
+}
+
+// print prints an import's result as text.
+func (im *importer) print(res importResult) {
+	out := im.a.stdout
+	if res.Table != "" {
+		fmt.Fprintf(out, "table          %s (schema version %d)\n", res.Table, res.Version)
+	}
+	fmt.Fprintf(out, "storage_id     %s\n", res.StorageID)
+	fmt.Fprintf(out, "size           %d bytes (Padmé target of the unpadded size)\n", res.Size)
+	if res.Table != "" {
+		fmt.Fprintf(out, "unpadded size  %d bytes (kept in the table's encrypted catalog)\n", res.UnpaddedSize)
 	} else {
-		fmt.Fprintf(a.stdout, "path           re-encoded (%s)\n", w.why)
+		fmt.Fprintf(out, "unpadded size  %d bytes (keep it in the encrypted catalog)\n", res.UnpaddedSize)
 	}
-	return nil
+	fmt.Fprintf(out, "rows           %d\n", res.Rows)
+	fmt.Fprintf(out, "row groups     %d\n", res.RowGroups)
+	fmt.Fprintf(out, "key_ref        %s (opaque; resolves nothing)\n", res.KeyRef)
+	if res.Path == pathSealed {
+		fmt.Fprintf(out, "path           sealed (the input's pages, byte for byte%s)\n", rewritten(res.RewrittenPages))
+	} else {
+		fmt.Fprintf(out, "path           re-encoded (%s)\n", res.ReencodeReason)
+	}
 }
 
 // open opens the input src (called name in errors), counting its bytes
@@ -307,6 +373,10 @@ func (im *importer) open(ctx context.Context, src *importSource, name string, m 
 	}
 	if err != nil {
 		return nil, nil, about(name, err)
+	}
+	if im.table != "" {
+		// The table's catalog gives the IDs (runTable).
+		return in, in, nil
 	}
 	if missing := missingFieldIDs(in.Schema()); len(missing) > 0 {
 		if !im.assign {
@@ -337,13 +407,16 @@ type imported struct {
 
 // write writes the object into st: the Parquet file of src sealed byte
 // for byte when it can be, otherwise the records of rr encoded again.
-func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, rr array.RecordReader, src *importSource, m *meter) (imported, error) {
+//
+// With ids (a table's plan), the object's fields take the field IDs of ids,
+// by name.
+func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, rr array.RecordReader, src *importSource, m *meter, ids *arrow.Schema) (imported, error) {
 	var prog writer.Progress
 	var obj writer.Object
 	var err error
 	how, why := pathSealed, reencodeWhy(im.cmd, f, src.file == nil, im.reencode)
 	if why == "" {
-		obj, err = sealParquet(ctx, st, src.file, im.assign, im.parallel, m, &prog)
+		obj, err = sealParquet(ctx, st, src.file, im.assign, ids, im.parallel, m, &prog)
 		if errors.Is(err, writer.ErrNotSealable) || errors.Is(err, writer.ErrPlaintextParquet) {
 			// What was sealed is discarded (SealFile aborted its
 			// import); the rows are encoded again, from the start.
@@ -354,6 +427,13 @@ func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, 
 				m.bar.Reset()
 			}
 		}
+	}
+	if why != "" && ids != nil {
+		schema, err := writer.FieldIDsFrom(rr.Schema(), ids)
+		if err != nil {
+			return imported{}, err
+		}
+		rr = &reschemed{RecordReader: rr, schema: schema}
 	}
 	if why != "" {
 		how = pathReencoded
@@ -411,7 +491,7 @@ func notSealableWhy(err error) string {
 
 // sealParquet seals the Parquet file f into st, byte for byte, its row
 // groups decoded for the check n at once.
-func sealParquet(ctx context.Context, st blobs.Store, f *os.File, assign bool, n int, m *meter, prog *writer.Progress) (writer.Object, error) {
+func sealParquet(ctx context.Context, st blobs.Store, f *os.File, assign bool, ids *arrow.Schema, n int, m *meter, prog *writer.Progress) (writer.Object, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return writer.Object{}, err
@@ -423,7 +503,9 @@ func sealParquet(ctx context.Context, st blobs.Store, f *os.File, assign bool, n
 		m.add(int(p.BytesIn - prog.BytesIn))
 		*prog = p
 	})}
-	if assign {
+	if ids != nil {
+		opts = append(opts, writer.WithFieldIDsFrom(ids))
+	} else if assign {
 		opts = append(opts, writer.WithAssignFieldIDs())
 	}
 	return writer.SealFile(ctx, st, f, fi.Size(), opts...)

@@ -160,18 +160,14 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	// ls lists every object, with its DEK held.
-	r := e.ok("ls", "--json")
-	var list []lsEntry
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
-		t.Fatal(err, r.stdout)
-	}
+	list := e.lsJSON().Objects
 	held := map[string]bool{}
 	for _, l := range list {
 		held[l.StorageID] = l.DEK != nil && *l.DEK && l.Size > 0
 	}
 	for _, id := range ids {
 		if !held[id] {
-			t.Errorf("ls --json lacks %s, or its DEK: %s", id, r.stdout)
+			t.Errorf("ls --json lacks %s, or its DEK: %v", id, list)
 		}
 	}
 	if r := e.ok("ls"); !strings.Contains(r.stdout, "STORAGE_ID") || strings.Count(r.stdout, " yes\n") != len(list) {

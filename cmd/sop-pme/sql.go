@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/sovm/sop-pme/catalog"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/sqlout"
 	"github.com/sovm/sop-pme/duckdb/sopsql"
 	"github.com/spf13/cobra"
@@ -70,7 +71,11 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 	// CPUs this process may use, which DuckDB's own default ignores: it
 	// counts the machine's), so that GOMAXPROCS=n holds the whole command,
 	// Go and DuckDB, to n threads.
-	db, err := sopsql.Open(ctx, st, k.ring, sopsql.WithThreads(runtime.GOMAXPROCS(0)))
+	//
+	// Every table of the catalog is a view of its name (WithTableViews),
+	// and sop_scan('NAME') reads it.
+	db, err := sopsql.Open(ctx, st, k.ring, sopsql.WithThreads(runtime.GOMAXPROCS(0)),
+		sopsql.WithTables(catalogTables{catalogOf(k)}), sopsql.WithTableViews())
 	if err != nil {
 		return sqlFailure(ctx, err)
 	}
@@ -104,6 +109,38 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 	return nil
 }
 
+// catalogTables is the catalog as sopsql's Tables: a table's current
+// schema and its objects, with the catalog's row counts (the planner's
+// estimates only).
+type catalogTables struct{ c *catalog.Catalog }
+
+func (t catalogTables) Names(ctx context.Context) ([]string, error) {
+	tables, err := t.c.Tables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(tables))
+	for i, tb := range tables {
+		names[i] = tb.Name
+	}
+	return names, nil
+}
+
+func (t catalogTables) Table(ctx context.Context, name string) (*sopsql.Table, error) {
+	tb, err := t.c.Table(ctx, name)
+	if errors.Is(err, catalog.ErrNoTable) {
+		return nil, sopsql.ErrNoTable // sopsql names the argument
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &sopsql.Table{Schema: tb.Current().Schema, Objects: make([]sopsql.TableObject, len(tb.Objects))}
+	for i, o := range tb.Objects {
+		out.Objects[i] = sopsql.TableObject{ID: o.ID, Rows: o.Rows}
+	}
+	return out, nil
+}
+
 // storageIDText finds a storage_id in an error's text.
 var storageIDText = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 
@@ -132,7 +169,9 @@ func sqlFailure(ctx context.Context, err error) error {
 		return errors.New(oneLine(qe.Err.Error()))
 	}
 	cause := qe.Cause[0]
-	if errors.Is(err, sopsql.ErrArgument) {
+	if errors.Is(err, sopsql.ErrArgument) || errors.Is(err, sopsql.ErrNoTable) {
+		// An argument that names nothing: a usage error, as a table name
+		// DuckDB does not know is (a Catalog Error).
 		return usagef("%s", clean(cause))
 	}
 	if code, _ := classify(err, ""); code == exitFailure {

@@ -228,7 +228,7 @@ func TestSQLErrors(t *testing.T) {
 		{[]string{"sql", "SELEC 1"}, "Parser Error"},
 		{[]string{"sql", "SELECT * FROM orders"}, "Catalog Error"},
 		{[]string{"sql", "SELECT nope FROM sop_scan('" + id + "')"}, `"nope" not found`},
-		{[]string{"sql", scan("abc")}, `storage_id "abc"`},
+		{[]string{"sql", scan("abc")}, `"abc" is neither a storage_id nor a table`},
 	} {
 		noRows(e.fails(exitUsage, []string{c.want}, c.args...))
 	}

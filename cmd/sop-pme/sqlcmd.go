@@ -68,6 +68,11 @@ Objects are tables through two functions:
 --view NAME=ID names sop_scan('ID') NAME, so that queries read naturally;
 DuckDB opens the object, and verifies its footer, when it creates the view.
 
+Every table of the store's catalog (import --table) is a view of its name,
+with no --view needed: SELECT ... FROM orders reads every object of the
+table orders at its current schema, by field ID (sop_scan('orders') too).
+A table name is never a storage_id, so the two never clash.
+
 Every byte DuckDB sees was verified first. Handing DuckDB the object's file
 and its DEK (read_parquet) is not verified: a page module swapped inside the
 object still decrypts, and DuckDB returns wrong rows without an error. Here a
@@ -91,7 +96,8 @@ This command needs a build with DuckDB (cgo): ` + sqlInstallHint + `
 		Example: `  sop-pme sql "SELECT count(*), sum(amount) FROM sop_scan('ID')"
   sop-pme sql --view orders=ID "SELECT customer, sum(amount) FROM orders GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
   sop-pme sql --view a=ID1 --view b=ID2 --csv "SELECT * FROM a JOIN b USING (order_id)" > joined.csv
-  sop-pme sql --json "SELECT * FROM sop_verify('ID')"`,
+  sop-pme sql --json "SELECT * FROM sop_verify('ID')"
+  sop-pme sql "SELECT count(*) FROM orders"          # a table`,
 		Args: exactArgs(1, "one query (quote it)"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return a.runSQL(cmd, &f, args)

@@ -59,7 +59,7 @@ func (a *app) verifyCmd() *cobra.Command {
 		all   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "verify ID... | --all",
+		Use:   "verify ID... | --all | TABLE",
 		Short: "Check every byte of objects against their storage_ids (no key needed)",
 		Long: `Verify hashes every byte of each object ID (or, with --all, of every object in
 the store), in bounded memory, and checks the result against its storage_id:
@@ -79,65 +79,106 @@ on past a failure. The exit code is 0 if every object verified; otherwise
 that of the gravest failure: 4 (bytes do not match) before 3 (no such
 object), then the others.
 
+Given a TABLE's name, verify verifies every object of the table, as for
+several IDs: a line for each, a summary, and a non-zero exit code if any
+failed. It needs the keyring, which holds the table's catalog.
+
+` + tablesHelp + `
+
 ` + keysHelp,
-		Args: idsOrAll(&all),
-		RunE: a.withObjects(&flags, &all, keysLater, func(ctx context.Context, objs *objects) error {
-			ids, asJSON := objs.ids, flags.asJSON
-			many := all || len(ids) > 1
-			m := a.newMeter("verify", -1)
-			results := []verifyResult{}
-			var failures []error
-			var total int64
-			for _, id := range ids {
-				res, err := objs.verify(ctx, countingSource{objs.st, m}, id)
-				total += max(res.Size, 0)
-				if err != nil && errors.Is(err, context.Canceled) {
-					m.abort()
-					return err
-				}
-				if err != nil {
-					failures = append(failures, err)
-					res.Code, res.Error = exitCode(err)
-				}
-				results = append(results, res)
-				if asJSON {
-					continue
-				}
-				switch {
-				case err == nil:
-					fmt.Fprintf(a.stdout, "%s: every byte matches its storage_id (%d bytes)\n", id, res.Size)
-				case many:
-					fmt.Fprintf(a.stdout, "%s: FAILED: %s\n", id, strings.TrimPrefix(res.Error, id.String()+": "))
-				}
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && !isObjectArg(args[0]) && !all {
+				return nil
 			}
-			// The rate, on success only: a failure ends with its line.
-			switch {
-			case len(failures) > 0:
-				m.abort()
-			case many:
-				m.done("verified %d %s (%s)", len(ids), plural(len(ids), "object", "objects"), mb(total))
-			default:
-				m.done("verified %s (%s)", ids[0], mb(total))
+			return idsOrAll(&all)(cmd, args)
+		},
+		RunE: tableOr(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			name := args[0]
+			st, k, c, err := a.openTables(ctx, &flags.store, &flags.ks, ringRead)
+			if err != nil {
+				return err
 			}
-			sum := verifySummary{Objects: results, Total: len(ids), Verified: len(ids) - len(failures), Failed: len(failures)}
-			switch {
-			case asJSON && many:
-				if err := printJSON(a.stdout, sum); err != nil {
-					return err
-				}
-			case asJSON:
-				if err := printJSON(a.stdout, results[0]); err != nil {
-					return err
-				}
-			case many:
-				fmt.Fprintf(a.stdout, "%d %s: %d verified, %d failed\n", sum.Total, plural(sum.Total, "object", "objects"), sum.Verified, sum.Failed)
+			defer k.Close()
+			t, err := c.Table(ctx, name)
+			if err != nil {
+				return tableErr(name, err)
 			}
-			return manyFailed(failures, len(ids), many, "failed verification")
-		}),
+			objs := &objects{st: st, dir: flags.store.dir, ks: &flags.ks, ids: tableObjectIDs(t), k: k, kOpened: true}
+			if len(objs.ids) == 0 {
+				if flags.asJSON {
+					return printJSON(a.stdout, verifySummary{Objects: []verifyResult{}})
+				}
+				fmt.Fprintf(a.stdout, "table %s has no objects\n", name)
+				return nil
+			}
+			return a.verifyObjects(ctx, objs, true, flags.asJSON, "table "+name)
+		}, a.withObjects(&flags, &all, keysLater, func(ctx context.Context, objs *objects) error {
+			return a.verifyObjects(ctx, objs, all || len(objs.ids) > 1, flags.asJSON, "")
+		})),
 	}
 	flags.add(cmd, "print the result as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "verify every object in the store")
 	return cmd
+}
+
+// verifyObjects verifies objs.ids, one after another, printing a line for
+// each if many, and a summary (about of, such as "table t", if not "").
+func (a *app) verifyObjects(ctx context.Context, objs *objects, many, asJSON bool, of string) error {
+	ids := objs.ids
+	m := a.newMeter("verify", -1)
+	results := []verifyResult{}
+	var failures []error
+	var total int64
+	for _, id := range ids {
+		res, err := objs.verify(ctx, countingSource{objs.st, m}, id)
+		total += max(res.Size, 0)
+		if err != nil && errors.Is(err, context.Canceled) {
+			m.abort()
+			return err
+		}
+		if err != nil {
+			failures = append(failures, err)
+			res.Code, res.Error = exitCode(err)
+		}
+		results = append(results, res)
+		if asJSON {
+			continue
+		}
+		switch {
+		case err == nil:
+			fmt.Fprintf(a.stdout, "%s: every byte matches its storage_id (%d bytes)\n", id, res.Size)
+		case many:
+			fmt.Fprintf(a.stdout, "%s: FAILED: %s\n", id, strings.TrimPrefix(res.Error, id.String()+": "))
+		}
+	}
+	// The rate, on success only: a failure ends with its line.
+	switch {
+	case len(failures) > 0:
+		m.abort()
+	case many:
+		m.done("verified %d %s (%s)", len(ids), plural(len(ids), "object", "objects"), mb(total))
+	default:
+		m.done("verified %s (%s)", ids[0], mb(total))
+	}
+	sum := verifySummary{Objects: results, Total: len(ids), Verified: len(ids) - len(failures), Failed: len(failures)}
+	switch {
+	case asJSON && many:
+		if err := printJSON(a.stdout, sum); err != nil {
+			return err
+		}
+	case asJSON:
+		if err := printJSON(a.stdout, results[0]); err != nil {
+			return err
+		}
+	case many:
+		fmt.Fprintf(a.stdout, "%d %s: %d verified, %d failed\n", sum.Total, plural(sum.Total, "object", "objects"), sum.Verified, sum.Failed)
+	}
+	what := "failed verification"
+	if of != "" {
+		what = "of " + of + " " + what
+	}
+	return manyFailed(failures, len(ids), many, what)
 }
 
 // gravity orders exit codes for a command over several objects: the code
