@@ -29,6 +29,11 @@ const (
 	enginePlain = "duckdb-plain" // DuckDB's read_parquet on the generator's Parquet files
 	engineEnc   = "duckdb-enc"   // DuckDB's read_parquet on the objects' files, given their DEKs
 	engineSop   = "sop-pme"      // sop-pme sql: sop_scan, the verified reader
+
+	// With -parts (make tpch-tables), sop-pme sql over a table of the
+	// store's catalog, the view of its name.
+	engineTable = "sop-table" // the table of the split files, one object a file
+	engineOne   = "sop-one"   // the table of the unsplit file, one object
 )
 
 // duckResult is what the duck subcommand prints: its timings and the
@@ -70,7 +75,9 @@ func runDuck(args []string) error {
 	var sources map[string]string
 	switch *engine {
 	case enginePlain:
-		sources = plainSources(*data, tables)
+		if sources, err = plainSources(*data, tables); err != nil {
+			return err
+		}
 	case engineEnc:
 		if sources, err = encSources(ctx, *store, *kek, *ring, tables); err != nil {
 			return err
@@ -112,13 +119,50 @@ func runDuck(args []string) error {
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
-// plainSources are read_parquet of the generator's files.
-func plainSources(dir string, tables tableFlag) map[string]string {
+// plainSources are read_parquet of the generator's files: dir/NAME.parquet,
+// or, if dir/NAME is a directory (tpchgen-cli --parts), the list of its
+// files dir/NAME/NAME.<part>.parquet.
+func plainSources(dir string, tables tableFlag) (map[string]string, error) {
 	out := map[string]string{}
 	for _, t := range tables {
-		out[t.name] = "read_parquet(" + ducktest.SQLString(filepath.Join(dir, t.name+".parquet")) + ")"
+		files, err := partFiles(filepath.Join(dir, t.name))
+		if err != nil {
+			return nil, err
+		}
+		if files == nil {
+			out[t.name] = "read_parquet(" + ducktest.SQLString(filepath.Join(dir, t.name+".parquet")) + ")"
+			continue
+		}
+		quoted := make([]string, len(files))
+		for i, f := range files {
+			quoted[i] = ducktest.SQLString(f)
+		}
+		out[t.name] = "read_parquet([" + strings.Join(quoted, ", ") + "])"
 	}
-	return out
+	return out, nil
+}
+
+// partFiles lists the Parquet files of the directory dir, by part number
+// (NAME.<part>.parquet, as tpchgen-cli --parts names them), or returns nil
+// if dir is not a directory.
+func partFiles(dir string) ([]string, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no .parquet file in %s", dir)
+	}
+	part := func(f string) int {
+		f = strings.TrimSuffix(filepath.Base(f), ".parquet")
+		n, _ := strconv.Atoi(f[strings.LastIndexByte(f, '.')+1:])
+		return n
+	}
+	slices.SortFunc(files, func(a, b string) int { return part(a) - part(b) })
+	return files, nil
 }
 
 // encSources are read_parquet of the objects' files in the directory store

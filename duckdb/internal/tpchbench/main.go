@@ -23,7 +23,16 @@
 // every measurement, the medians and their ratios, and the peak RSS of
 // each process.
 //
-//	tpchbench -sop-pme BIN -data DIR -queries DIR [-only q1,q6] [-rounds 5] [-threads 1,2] [-out FILE]
+// With -parts DIR (make tpch-tables, issue 17), the engines are tables
+// instead: the files DIR/lineitem/lineitem.<part>.parquet (tpchgen-cli
+// --parts) are imported as one table lineitem, an object a file (sop-pme
+// import --table lineitem FILE...), into one store and keyring, and
+// -data's lineitem.parquet, the same rows unsplit, as a table lineitem of
+// one object into another; the queries run through sop-pme sql over each
+// table (the view of its name) and through DuckDB read_parquet over the
+// list of the split files, whose answers are the reference.
+//
+//	tpchbench -sop-pme BIN -data DIR -queries DIR [-parts DIR] [-only q1,q6] [-rounds 5] [-threads 1,2] [-out FILE]
 package main
 
 import (
@@ -69,13 +78,39 @@ type config struct {
 	only                            []string
 	threads                         []int
 	rounds                          int
+	parts                           string // -parts: the split files, and the tables mode
 	self                            string // this program, for the duck subcommand
 	work                            string // the temporary directory: store, KEK, keyring
 }
 
-func (c *config) store() string   { return filepath.Join(c.work, "store") }
-func (c *config) kek() string     { return filepath.Join(c.work, "kek") }
-func (c *config) keyring() string { return filepath.Join(c.work, "keyring") }
+// home is the directory of the store, KEK and keyring engine reads: the
+// one-object table has its own.
+func (c *config) home(engine string) string {
+	if engine == engineOne {
+		return filepath.Join(c.work, "one")
+	}
+	return c.work
+}
+
+func (c *config) store(engine string) string   { return filepath.Join(c.home(engine), "store") }
+func (c *config) kek(engine string) string     { return filepath.Join(c.home(engine), "kek") }
+func (c *config) keyring(engine string) string { return filepath.Join(c.home(engine), "keyring") }
+
+// engines are the engines measured, in the order of the report's columns.
+func (c *config) engines() []string {
+	if c.parts != "" {
+		return []string{enginePlain, engineTable, engineOne}
+	}
+	return []string{enginePlain, engineEnc, engineSop}
+}
+
+// plainData is the directory DuckDB's plaintext reads from.
+func (c *config) plainData() string {
+	if c.parts != "" {
+		return c.parts
+	}
+	return c.data
+}
 
 func runBench(args []string) error {
 	fs := flag.NewFlagSet("tpchbench", flag.ContinueOnError)
@@ -84,6 +119,7 @@ func runBench(args []string) error {
 	fs.StringVar(&c.sop, "sop-pme", "", "the sop-pme binary, built with -tags duckdb")
 	fs.StringVar(&c.data, "data", "", "directory of customer.parquet, orders.parquet, lineitem.parquet, part.parquet")
 	fs.StringVar(&c.queries, "queries", "", "directory of the queries, q*.sql")
+	fs.StringVar(&c.parts, "parts", "", "directory of lineitem/lineitem.<part>.parquet: measure tables (see the package doc)")
 	fs.StringVar(&only, "only", "", "comma-separated query names (default: every q*.sql)")
 	fs.StringVar(&threads, "threads", "1,2", "comma-separated thread counts")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds counted (after one warm-up round)")
@@ -132,7 +168,12 @@ func runBench(args []string) error {
 	}
 	rep := &report{w: out, cfg: &c, queries: append([]query{open}, queries...)}
 	rep.header()
-	ids, err := importTables(context.Background(), &c, rep)
+	var ids map[string]string
+	if c.parts != "" {
+		err = importLineitemTables(context.Background(), &c, rep)
+	} else {
+		ids, err = importTables(context.Background(), &c, rep)
+	}
 	if err != nil {
 		return err
 	}
@@ -219,7 +260,7 @@ func importTables(ctx context.Context, c *config, rep *report) (map[string]strin
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, c.sop, "import", "--store", c.store(), "--kek", c.kek(), "--keyring", c.keyring(),
+		cmd := exec.CommandContext(ctx, c.sop, "import", "--store", c.store(engineSop), "--kek", c.kek(engineSop), "--keyring", c.keyring(engineSop),
 			"--assign-field-ids", "--json", "-q", src)
 		m, err := measure(cmd, 0)
 		if err != nil {
@@ -234,6 +275,56 @@ func importTables(ctx context.Context, c *config, rep *report) (map[string]strin
 			t, r.Rows, r.RowGroups, fi.Size(), r.Size, r.Path, m.wall, float64(fi.Size())/m.wall/1e6, m.maxRSS>>20)
 	}
 	return ids, nil
+}
+
+// importLineitemTables imports the split files of c.parts as the table
+// lineitem of engineTable's store, and c.data's lineitem.parquet as the
+// table lineitem of engineOne's: one sop-pme import --table each.
+func importLineitemTables(ctx context.Context, c *config, rep *report) error {
+	split, err := partFiles(filepath.Join(c.parts, "lineitem"))
+	if err != nil {
+		return err
+	}
+	if split == nil {
+		return fmt.Errorf("-parts %s: no directory lineitem", c.parts)
+	}
+	for _, e := range []string{engineTable, engineOne} {
+		files := split
+		if e == engineOne {
+			files = []string{filepath.Join(c.data, "lineitem.parquet")}
+		}
+		var size int64
+		for _, f := range files {
+			fi, err := os.Stat(f)
+			if err != nil {
+				return err
+			}
+			size += fi.Size()
+		}
+		if err := os.MkdirAll(c.home(e), 0o700); err != nil {
+			return err
+		}
+		args := []string{"import", "--store", c.store(e), "--kek", c.kek(e), "--keyring", c.keyring(e),
+			"--table", "lineitem", "--json", "-q"}
+		m, err := measure(exec.CommandContext(ctx, c.sop, append(args, files...)...), 0)
+		if err != nil {
+			return fmt.Errorf("sop-pme import --table lineitem (%s): %w", e, err)
+		}
+		var rs []importResult
+		if err := json.Unmarshal(m.stdout, &rs); err != nil {
+			return fmt.Errorf("sop-pme import --table lineitem (%s): %w in %q", e, err, m.stdout)
+		}
+		var rows, objSize int64
+		var groups int
+		for _, r := range rs {
+			rows += r.Rows
+			objSize += int64(r.Size)
+			groups += r.RowGroups
+		}
+		rep.printf("import %-9s %2d objects %9d rows %4d row groups  parquet %10d B  objects %10d B  %6.2f s (cpu %6.2f s)  %7.1f MB/s  peak RSS %4d MiB\n",
+			e, len(rs), rows, groups, size, objSize, m.wall, m.cpu, float64(size)/m.wall/1e6, m.maxRSS>>20)
+	}
+	return nil
 }
 
 // A measurement is one process: its wall time, peak RSS and output.
@@ -279,10 +370,12 @@ type answer struct {
 func (c *config) runOne(q query, engine string, threads int, ids map[string]string, check bool) (measurement, float64, answer, error) {
 	var cmd *exec.Cmd
 	switch engine {
-	case engineSop:
-		args := []string{"sql", "--store", c.store(), "--kek", c.kek(), "--keyring", c.keyring(), "--csv", "-q"}
-		for _, t := range q.tables {
-			args = append(args, "--view", t+"="+ids[t])
+	case engineSop, engineTable, engineOne:
+		args := []string{"sql", "--store", c.store(engine), "--kek", c.kek(engine), "--keyring", c.keyring(engine), "--csv", "-q"}
+		if engine == engineSop {
+			for _, t := range q.tables {
+				args = append(args, "--view", t+"="+ids[t])
+			}
 		}
 		text, err := os.ReadFile(q.file)
 		if err != nil {
@@ -291,12 +384,16 @@ func (c *config) runOne(q query, engine string, threads int, ids map[string]stri
 		cmd = exec.Command(c.sop, append(args, "--", string(text))...)
 	default:
 		args := []string{"duck", "-engine", engine, "-threads", strconv.Itoa(threads), "-query", q.file,
-			"-data", c.data, "-store", c.store(), "-kek", c.kek(), "-keyring", c.keyring()}
+			"-data", c.plainData(), "-store", c.store(engine), "-kek", c.kek(engine), "-keyring", c.keyring(engine)}
 		if check {
 			args = append(args, "-check")
 		}
 		for _, t := range q.tables {
-			args = append(args, "-table", t+"="+ids[t])
+			if engine == engineEnc {
+				args = append(args, "-table", t+"="+ids[t])
+			} else {
+				args = append(args, "-table", t)
+			}
 		}
 		cmd = exec.Command(c.self, args...)
 	}
@@ -304,7 +401,7 @@ func (c *config) runOne(q query, engine string, threads int, ids map[string]stri
 	if err != nil {
 		return m, 0, answer{}, fmt.Errorf("%s %s t%d: %w", engine, q.name, threads, err)
 	}
-	if engine == engineSop {
+	if engine == engineSop || engine == engineTable || engine == engineOne {
 		recs, err := csv.NewReader(bytes.NewReader(m.stdout)).ReadAll()
 		if err != nil || len(recs) == 0 {
 			return m, 0, answer{}, fmt.Errorf("%s %s t%d: reading its CSV: %v", engine, q.name, threads, err)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,7 +125,10 @@ func TestDuckPlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	src := plainSources(dir, tableFlag{{"lineitem", ""}})
+	src, err := plainSources(dir, tableFlag{{"lineitem", ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.ExecContext(context.Background(), "CREATE VIEW lineitem AS SELECT * FROM "+src["lineitem"]); err != nil {
 		t.Fatal(err)
 	}
@@ -134,5 +139,45 @@ func TestDuckPlain(t *testing.T) {
 	// 0+1+...+6 = 21 per 7 rows: 142 full cycles (2982) and 0..5 (15).
 	if !slices.Equal(h, []string{"s", "n"}) || len(rows) != 1 || !slices.Equal(rows[0], []string{"2997.00", "1000"}) {
 		t.Errorf("got %v %v, want [s n] [[2997.00 1000]]", h, rows)
+	}
+}
+
+// TestDuckPlainParts: with the table a directory of tpchgen-cli --parts
+// files, the view reads them all, listed by part number.
+func TestDuckPlainParts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := ducktest.OpenDuckDB(t)
+	if err := os.Mkdir(filepath.Join(dir, "lineitem"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, p := range []int{1, 2, 10} {
+		f := filepath.Join(dir, "lineitem", fmt.Sprintf("lineitem.%d.parquet", p))
+		want = append(want, f)
+		ducktest.Exec(t, db, fmt.Sprintf("COPY (SELECT %d::BIGINT AS l_orderkey FROM range(10)) TO %s", p, ducktest.SQLString(f)))
+	}
+	files, err := partFiles(filepath.Join(dir, "lineitem"))
+	if err != nil || !slices.Equal(files, want) {
+		t.Fatalf("partFiles: %q, %v; want %q", files, err, want)
+	}
+	src, err := plainSources(dir, tableFlag{{"lineitem", ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "CREATE VIEW lineitem AS SELECT * FROM "+src["lineitem"]); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := queryText(context.Background(), conn, "select sum(l_orderkey), count(*) from lineitem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !slices.Equal(rows[0], []string{"130", "30"}) {
+		t.Errorf("got %v, want [[130 30]]", rows)
 	}
 }
