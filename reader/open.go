@@ -209,7 +209,7 @@ func (r *Reader) open(ctx context.Context, b *budget) (*file.Reader, *plainView,
 // workers size their page checks by b and allocate through the scan's
 // shared accounting.
 func (r *Reader) openWith(ctx context.Context, b *budget, mem memory.Allocator) (*file.Reader, *plainView, error) {
-	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &r.ctPool, ptPool: &r.ptPool,
+	view := &plainView{ctx: ctx, vr: r.vr, dek: r.dek, stats: r.stats, chunks: r.chunks, size: r.vr.Size(), ctPool: &ctPool, ptPool: &ptPool,
 		info: r.info, budget: b, plainLen: make(map[int64]int64)}
 	props := parquet.NewReaderProperties(mem)
 	// A buffered stream per column chunk, of streamBuffer bytes, which

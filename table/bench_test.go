@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/table"
 )
@@ -106,4 +107,24 @@ func benchTableRun(b *testing.B, opts []table.Option) {
 			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/benchRows, "cpu-ns/row")
 		})
 	}
+}
+
+// BenchmarkTableOpen opens the 100 objects of 10,000 rows in turn, with
+// reader.Open alone: the fixed cost of an object before its scan, in
+// cpu-us/open.
+func BenchmarkTableOpen(b *testing.B) {
+	tb := benchTableOf(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := cpuTime()
+	n := 0
+	for b.Loop() {
+		for _, id := range tb.many {
+			if _, err := reader.Open(ctx, tb.st, id, tb.k); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n)/1e3, "cpu-us/open")
 }
