@@ -44,8 +44,9 @@ var errNilSlice = errors.New("verify: Source returned no slice and no error")
 // a slice of a range at or after the end of an object holds its last group
 // (bao-tree semantics), and the last group verifies against id only with the
 // object's true size (Sections 11.8 and 11.10: the length is never taken on
-// trust). The verified last group is kept, and ranges within it are served
-// without another fetch.
+// trust). The verified last group is kept: ranges within it are served
+// without another fetch, and a range that reaches into it fetches only the
+// groups before it.
 //
 // Errors match ErrVerify, ErrSize or the Source's errors (such as
 // blobs.ErrNotFound), or are ctx's error.
