@@ -33,7 +33,9 @@ import (
 // objects count as verified; Verify does.
 //
 // ctx bounds the scan. Release ends it early: it cancels the objects opened
-// ahead and waits for every goroutine the scan started.
+// ahead and waits for every goroutine the scan started to finish its work
+// (package reader reuses the goroutines of the objects' fetchers: one left
+// idle exits after 50 ms).
 func Scan(ctx context.Context, src verify.Source, keys reader.KeyResolver, schema *arrow.Schema, objects []storageid.ID, opts ...Option) (array.RecordReader, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
