@@ -18,3 +18,6 @@ var DeleteSteps = []string{"delete-data", "sync-dir-data", "delete-outboard"}
 // OpenObjectFile is openObjectFile: the open of an object's file once its
 // Lstat said it is a regular file.
 var OpenObjectFile = openObjectFile
+
+// MaxHeld is maxHeld: how many objects a Dir keeps open.
+const MaxHeld = maxHeld

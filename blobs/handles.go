@@ -11,8 +11,9 @@ import (
 )
 
 // maxHeld is how many objects a Dir keeps open (two files each) between
-// slices.
-const maxHeld = 32
+// slices: enough for a table of a hundred objects (package table) to be
+// scanned again without opening any, at 256 file descriptors.
+const maxHeld = 128
 
 // A held object is the open .data and .obao4 files of one object, shared
 // by the slices reading it and kept by the Dir between slices.

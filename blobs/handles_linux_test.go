@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 )
@@ -34,13 +35,13 @@ func openFDs(t *testing.T, dir string) int {
 }
 
 // TestHeldFiles: the Dir keeps the files of the objects it sliced last
-// open (at most 32 objects, two files each) and no more, slices of a held
+// open (at most maxHeld objects, two files each) and no more, slices of a held
 // object open nothing, and Close closes them.
 func TestHeldFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, dir := openDir(t)
-	const objects = 40
+	const objects = blobs.MaxHeld + 8
 	ids := make([]storageid.ID, objects)
 	datas := make([][]byte, objects)
 	for i := range ids {
@@ -73,8 +74,8 @@ func TestHeldFiles(t *testing.T) {
 			t.Fatalf("object %d: %v", i, err)
 		}
 	}
-	if n := openFDs(t, dir) - base; n != 64 {
-		t.Errorf("%d files open after slicing %d objects; want 64 (32 objects)", n, objects)
+	if n := openFDs(t, dir) - base; n != 2*blobs.MaxHeld {
+		t.Errorf("%d files open after slicing %d objects; want %d (%d objects)", n, objects, 2*blobs.MaxHeld, blobs.MaxHeld)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package pme
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sovm/sop-pme/internal/thrift"
 	"github.com/sovm/sop-pme/padme"
@@ -38,7 +39,8 @@ func (f *Footer) Len() int {
 // Append appends the Thrift compact encoding of the FileMetaData to dst.
 func (f *Footer) Append(dst []byte) []byte {
 	if f.strip {
-		return thrift.AppendView(dst, f.view.Root(), f.dropForReading())
+		// What is stripped is never longer than what was opened.
+		return thrift.AppendView(slices.Grow(dst, f.view.Len()), f.view.Root(), f.dropForReading())
 	}
 	return append(dst, f.view.Bytes()...)
 }

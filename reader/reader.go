@@ -129,8 +129,6 @@ type Reader struct {
 	grid      [][]pme.Span // the column chunks by row group and leaf column
 	info      map[int64]chunkInfo
 	numLeaves int
-	ctPool    sync.Pool // buffers for the modules of a chunk (ciphertext only)
-	ptPool    sync.Pool // buffers for the plaintext of a chunk, cleared before they return
 	nrg       int
 	alloc     memory.Allocator
 	verified  atomic.Bool
@@ -176,3 +174,9 @@ func (r *Reader) Verify(ctx context.Context) error {
 	r.verified.Store(true)
 	return nil
 }
+
+// The buffers of column chunks, shared by every Reader's scans, so that the
+// objects of a table reuse one another's instead of each allocating (and
+// clearing) its own. ctPool holds ciphertext only; ptPool holds plaintext
+// buffers, which are cleared before they return to it.
+var ctPool, ptPool sync.Pool // of *[]byte

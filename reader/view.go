@@ -285,11 +285,15 @@ func (v *plainView) plaintext(n int64) []byte {
 	return make([]byte, 0, n)
 }
 
-// putPlain clears a plaintext buffer and returns it to the pool.
+// putPlain clears a plaintext buffer and returns it to the pool (ptPool,
+// shared by every Reader).
 func (v *plainView) putPlain(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
+	// All of its capacity: the pool is shared by every Reader, and a
+	// failed open may have left plaintext past the end of b.
+	b = b[:cap(b)]
 	clear(b)
 	b = b[:0]
 	v.ptPool.Put(&b)

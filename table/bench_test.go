@@ -7,8 +7,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/internal/testkit/benchdata"
 	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/table"
 )
@@ -105,4 +107,65 @@ func benchTableRun(b *testing.B, opts []table.Option) {
 			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/benchRows, "cpu-ns/row")
 		})
 	}
+}
+
+// BenchmarkTableOpen opens the 100 objects of 10,000 rows in turn, with
+// reader.Open alone: the fixed cost of an object before its scan, in
+// cpu-us/open.
+func BenchmarkTableOpen(b *testing.B) {
+	tb := benchTableOf(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := cpuTime()
+	n := 0
+	for b.Loop() {
+		for _, id := range tb.many {
+			if _, err := reader.Open(ctx, tb.st, id, tb.k); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n)/1e3, "cpu-us/open")
+}
+
+// BenchmarkTableDirSum sums the float64 column of the 100 objects of 10,000
+// rows from a directory store, scan after scan: what a Dir's open files
+// (blobs' held objects) save a table of many objects.
+func BenchmarkTableDirSum(b *testing.B) {
+	tb := benchTableOf(b)
+	ctx := context.Background()
+	d, err := blobs.CreateDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	ids := make([]storageid.ID, len(tb.many))
+	rec := benchdata.Record(benchRows, 1)
+	defer rec.Release()
+	for i := range tb.many {
+		part := rec.NewSlice(int64(i*benchRows/len(ids)), int64((i+1)*benchRows/len(ids)))
+		ids[i] = put(b, d, tb.k, benchdata.Schema(), []arrow.RecordBatch{part}).StorageID
+		part.Release()
+	}
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		rr, err := table.Scan(ctx, d, tb.k, benchdata.Schema(), ids, table.WithFields(2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rows int64
+		for rr.Next() {
+			rows += rr.RecordBatch().NumRows()
+		}
+		if err := rr.Err(); err != nil {
+			b.Fatal(err)
+		}
+		rr.Release()
+		if rows != benchRows {
+			b.Fatal(fmt.Sprintf("%d rows", rows))
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/benchRows, "cpu-ns/row")
 }

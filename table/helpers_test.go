@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/sovm/sop-pme/internal/testkit/memstore"
+	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/pme"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
@@ -45,7 +45,7 @@ func fromJSON(t testing.TB, schema *arrow.Schema, rows string) arrow.RecordBatch
 }
 
 // put writes recs as one object into st and records its DEK in k.
-func put(t testing.TB, st *memstore.Store, k keys, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...writer.Option) writer.Object {
+func put(t testing.TB, st blobs.Store, k keys, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...writer.Option) writer.Object {
 	t.Helper()
 	ctx := context.Background()
 	w, err := writer.New(ctx, st, schema, opts...)

@@ -28,9 +28,12 @@ type Reader struct {
 	// [tailStart, size).
 	tail      []byte
 	tailStart uint64
-
-	decoders sync.Pool // *decoder
 }
+
+// decoders holds the decoders of every Reader: a decoder is large (a group
+// and a bulk subtree's parent pairs), and a Reader made for a few reads would
+// otherwise allocate and clear one of its own.
+var decoders sync.Pool // *decoder
 
 var _ io.ReaderAt = (*Reader)(nil)
 
@@ -41,8 +44,9 @@ var errNilSlice = errors.New("verify: Source returned no slice and no error")
 // a slice of a range at or after the end of an object holds its last group
 // (bao-tree semantics), and the last group verifies against id only with the
 // object's true size (Sections 11.8 and 11.10: the length is never taken on
-// trust). The verified last group is kept, and ranges within it are served
-// without another fetch.
+// trust). The verified last group is kept: ranges within it are served
+// without another fetch, and a range that reaches into it fetches only the
+// groups before it.
 //
 // Errors match ErrVerify, ErrSize or the Source's errors (such as
 // blobs.ErrNotFound), or are ctx's error.
@@ -84,7 +88,7 @@ func NewReader(ctx context.Context, src Source, id storageid.ID, opts ...Option)
 }
 
 func (r *Reader) getDecoder(rc io.Reader) *decoder {
-	d, _ := r.decoders.Get().(*decoder)
+	d, _ := decoders.Get().(*decoder)
 	if d == nil {
 		d = new(decoder)
 	}
@@ -95,7 +99,7 @@ func (r *Reader) getDecoder(rc io.Reader) *decoder {
 
 func (r *Reader) putDecoder(d *decoder) {
 	d.reset(nil)
-	r.decoders.Put(d)
+	decoders.Put(d)
 }
 
 // Size returns the object's size in bytes, as proven by NewReader.
@@ -139,9 +143,15 @@ func (r *Reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 	n := min(uint64(len(p)), r.size-start)
 	if start >= r.tailStart {
 		copy(p, r.tail[start-r.tailStart:])
-	} else if err := r.fetch(ctx, p[:n], start); err != nil {
-		clear(p)
-		return 0, err
+	} else {
+		// The part in the last group is NewReader's verified copy: only
+		// the groups before it are fetched (and hashed) again.
+		head := min(n, r.tailStart-start)
+		if err := r.fetch(ctx, p[:head], start); err != nil {
+			clear(p)
+			return 0, err
+		}
+		copy(p[head:n], r.tail)
 	}
 	if n < uint64(len(p)) {
 		return int(n), io.EOF

@@ -368,3 +368,48 @@ func TestVerifyReader(t *testing.T) {
 		t.Fatalf("VerifyReader of other bytes: %v", err)
 	}
 }
+
+// TestReaderAtTail: a range that starts before the last group and reaches
+// into it fetches only the groups before it (the last group is NewReader's
+// verified copy), and the bytes are the object's; a damaged fetch still
+// fails and clears the whole destination, the copied tail included.
+func TestReaderAtTail(t *testing.T) {
+	ctx := context.Background()
+	for _, size := range []int{2*GroupSize + 1, 3*GroupSize - 7, 5 * GroupSize} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7 + i>>11)
+		}
+		src := newMemSource(t, data)
+		r, err := NewReader(ctx, src, src.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tailStart := r.Size() - int64(len(r.tail))
+		var asked [][2]uint64
+		src.tamper = func(off, n uint64, enc []byte) []byte {
+			asked = append(asked, [2]uint64{off, n})
+			return enc
+		}
+		for _, off := range []int64{tailStart - 1, tailStart - GroupSize - 3, 0} {
+			p := make([]byte, r.Size()-off+5)
+			asked = asked[:0]
+			n, err := r.ReadAt(p, off)
+			if n != int(r.Size()-off) || err != io.EOF || !bytes.Equal(p[:n], data[off:]) {
+				t.Fatalf("size %d: ReadAt at %d = %d, %v", size, off, n, err)
+			}
+			if len(asked) != 1 || asked[0][0] != uint64(off) || asked[0][0]+asked[0][1] != uint64(tailStart) {
+				t.Errorf("size %d: ReadAt at %d asked for %v; want [%d, %d)", size, off, asked, off, tailStart)
+			}
+		}
+		src.tamper = func(_, _ uint64, enc []byte) []byte {
+			enc = bytes.Clone(enc)
+			enc[len(enc)-1] ^= 1
+			return enc
+		}
+		p := bytes.Repeat([]byte{0xAA}, int(r.Size()-tailStart+1))
+		if n, err := r.ReadAt(p, tailStart-1); n != 0 || !errors.Is(err, ErrVerify) || !isZero(p) {
+			t.Errorf("size %d: damaged ReadAt = %d, %v, cleared %v", size, n, err, isZero(p))
+		}
+	}
+}

@@ -130,9 +130,22 @@ func hashGroup(b []byte, counter uint64) guts.Node {
 	case len(b) > GroupSize:
 		panic("verify: internal error: group longer than GroupSize")
 	}
-	var buf [GroupSize]byte
-	copy(buf[:], b)
-	return guts.CompressBuffer(&buf, len(b), &guts.IV, counter, 0)
+	return hashShortGroup(b, counter)
+}
+
+// groupBufs holds the buffers hashShortGroup copies a short group to.
+var groupBufs = sync.Pool{New: func() any { return new([GroupSize]byte) }}
+
+// hashShortGroup hashes a group of more than one chunk and less than
+// GroupSize bytes, copied to a pooled buffer: a GroupSize array on the stack
+// would make every hashGroup frame 16 KiB, and grow the stack of each
+// goroutine that verifies a range.
+func hashShortGroup(b []byte, counter uint64) guts.Node {
+	buf := groupBufs.Get().(*[GroupSize]byte)
+	defer groupBufs.Put(buf)
+	n := copy(buf[:], b)
+	clear(buf[n:])
+	return guts.CompressBuffer(buf, len(b), &guts.IV, counter, 0)
 }
 
 // hashSubtree returns the (not yet compressed) node of the subtree whose
