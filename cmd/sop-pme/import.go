@@ -153,7 +153,8 @@ DuckDB cannot read; pages or row groups beyond the format's limits), when --code
 are encoded. The summary line and --json say which path was taken, and why.
 
 On any failure nothing is left behind: no object, no temporary file, no key.
-The store is created if there is none, and the KEK and keyring too (said on
+The store is created if there is none (a directory; an s3:// bucket must
+exist), and the KEK and keyring too (said on
 stderr), once the object is written.
 
 --table NAME writes each FILE (- for stdin) as an object of the table NAME,
