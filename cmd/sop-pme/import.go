@@ -154,8 +154,8 @@ are encoded. The summary line and --json say which path was taken, and why.
 
 On any failure nothing is left behind: no object, no temporary file, no key.
 The store is created if there is none (a directory; an s3:// bucket must
-exist), and the KEK and keyring too (said on
-stderr), once the object is written.
+exist), and the KEK and keyring too (said on stderr), once the object is
+written.
 
 --table NAME writes each FILE (- for stdin) as an object of the table NAME,
 created by the first import into it. The table's catalog, on the trusted side
