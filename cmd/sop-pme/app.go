@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sovm/sop-pme/blobs"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -46,7 +45,9 @@ func (a *app) root() *cobra.Command {
 		Short: "Bring tables into SOP-PME-1 objects, get them out, see what storage sees",
 		Long: `sop-pme writes tables into SOP-PME-1 objects (encrypted Parquet, padded to a
 Padmé size, named by the BLAKE3 hash of their bytes, their storage_id) in a
-directory store, and reads them back only through byte ranges verified against
+store, a directory or an S3 bucket (--store s3://bucket/prefix?endpoint=URL&
+region=REGION, credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or
+the AWS configuration), and reads them back only through byte ranges verified against
 that storage_id.
 
 An ID, wherever a command takes one, is a storage_id (64 hex digits) or a
@@ -114,12 +115,14 @@ func (a *app) run(ctx context.Context, args []string) int {
 	}
 	code, msg := exitCode(unwrapRun(err))
 	if wantsJSON(cmd, args) {
+		msg = redactSecrets(msg)
 		line, jerr := jsonLine(jsonError{Error: msg, Code: code})
 		if jerr == nil {
 			fmt.Fprintln(a.stderr, line)
 			return code
 		}
 	}
+	msg = redactSecrets(msg)
 	fmt.Fprintln(a.stderr, "sop-pme: "+msg)
 	return code
 }
@@ -200,45 +203,6 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-// storeFlag is the --store flag, with $SOP_PME_STORE as its default.
-type storeFlag struct{ dir string }
-
-func addStoreFlag(cmd *cobra.Command, s *storeFlag) {
-	cmd.Flags().StringVarP(&s.dir, "store", "s", "", "`directory` of the blob store (default $SOP_PME_STORE)")
-}
-
-func (s *storeFlag) path() (string, error) {
-	if s.dir == "" {
-		s.dir = os.Getenv("SOP_PME_STORE")
-	}
-	if s.dir == "" {
-		return "", usagef("no store: give --store DIR or set SOP_PME_STORE")
-	}
-	return s.dir, nil
-}
-
-// openReadOnly opens an existing store read-only: it creates nothing, and
-// removes nothing.
-func (s *storeFlag) openReadOnly() (*blobs.Dir, error) {
-	dir, err := s.path()
-	if err != nil {
-		return nil, err
-	}
-	st, err := blobs.OpenDir(dir, blobs.ReadOnly())
-	return st, storeErr(dir, err)
-}
-
-// storeErr says what is wrong with a store path in one line.
-func storeErr(dir string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, blobs.ErrNoStore) {
-		return &cmdError{exitNotFound, fmt.Sprintf("%s: no store there (sop-pme import creates one)", dir), err}
-	}
-	return about(dir, err)
 }
 
 // printJSON writes v as indented JSON on w.

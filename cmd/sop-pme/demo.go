@@ -42,13 +42,16 @@ with --kek DIR/kek or SOP_PME_KEK_FILE=DIR/kek (the keyring goes beside it).
 		Args: exactArgs(0, "no argument"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if store.dir == "" {
-				store.dir = os.Getenv("SOP_PME_STORE")
+			if store.value == "" {
+				store.value = os.Getenv("SOP_PME_STORE")
 			}
-			if store.dir == "" {
-				store.dir = "demo-store"
+			if store.value == "" {
+				store.value = "demo-store"
 			}
-			dir := store.dir
+			if err := store.dirOnly("demo"); err != nil {
+				return err
+			}
+			dir := store.value
 			k, err := ks.openRing(ctx, dir, ringCreate, a.stdout)
 			if err != nil {
 				return err
@@ -56,7 +59,7 @@ with --kek DIR/kek or SOP_PME_KEK_FILE=DIR/kek (the keyring goes beside it).
 			defer k.Close()
 			st, err := blobs.CreateDir(dir)
 			if err != nil {
-				return storeErr(dir, err)
+				return store.err(err)
 			}
 			schema, rec := sampleTable(rows)
 			defer rec.Release()

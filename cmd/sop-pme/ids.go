@@ -64,7 +64,7 @@ func parseIDArgs(args []string) ([]idArg, error) {
 // has is not found (exit 3); one that several have is a usage error that
 // lists them (exit 2). The store is listed once, and only if a prefix is
 // given.
-func resolveIDs(ctx context.Context, st *blobs.Dir, args []idArg) ([]storageid.ID, error) {
+func resolveIDs(ctx context.Context, st store, args []idArg) ([]storageid.ID, error) {
 	ids := make([]storageid.ID, len(args))
 	matches := make([][]storageid.ID, len(args))
 	anyPrefix := false

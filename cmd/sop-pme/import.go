@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -154,8 +153,9 @@ DuckDB cannot read; pages or row groups beyond the format's limits), when --code
 are encoded. The summary line and --json say which path was taken, and why.
 
 On any failure nothing is left behind: no object, no temporary file, no key.
-The store is created if there is none, and the KEK and keyring too (said on
-stderr), once the object is written.
+The store is created if there is none (a directory; an s3:// bucket must
+exist), and the KEK and keyring too (said on stderr), once the object is
+written.
 
 --table NAME writes each FILE (- for stdin) as an object of the table NAME,
 created by the first import into it. The table's catalog, on the trusted side
@@ -282,19 +282,15 @@ func (im *importer) run(ctx context.Context, path string) error {
 		// is live). It never fails an allocation.
 		debug.SetMemoryLimit(importMemoryLimit(im.rgBytes, im.parallel))
 	}
-	_, statErr := os.Stat(dir)
-	st, err := blobs.CreateDir(dir)
+	st, undo, err := im.store.create(ctx)
 	if err != nil {
 		m.abort()
-		return storeErr(dir, err)
+		return err
 	}
-	created := errors.Is(statErr, fs.ErrNotExist)
 	w, err := im.write(ctx, st, in.Format, rr, src, m, nil)
 	if err != nil {
 		m.abort()
-		if created {
-			removeEmptyStore(dir)
-		}
+		undo()
 		return about(name, err)
 	}
 	obj := w.obj
@@ -410,7 +406,7 @@ type imported struct {
 //
 // With ids (a table's plan), the object's fields take the field IDs of ids,
 // by name.
-func (im *importer) write(ctx context.Context, st *blobs.Dir, f formats.Format, rr array.RecordReader, src *importSource, m *meter, ids *arrow.Schema) (imported, error) {
+func (im *importer) write(ctx context.Context, st store, f formats.Format, rr array.RecordReader, src *importSource, m *meter, ids *arrow.Schema) (imported, error) {
 	var prog writer.Progress
 	var obj writer.Object
 	var err error

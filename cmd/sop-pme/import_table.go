@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/catalog"
 )
 
@@ -32,9 +31,9 @@ func (im *importer) runTable(ctx context.Context, paths []string) error {
 	if err := im.ks.checkApart(dir); err != nil {
 		return err
 	}
-	st, err := blobs.CreateDir(dir)
+	st, _, err := im.store.create(ctx)
 	if err != nil {
-		return storeErr(dir, err)
+		return err
 	}
 	k, err := im.ks.openRing(ctx, dir, ringCreate, a.stderr)
 	if err != nil {
@@ -74,7 +73,7 @@ func (im *importer) runTable(ctx context.Context, paths []string) error {
 // under --evolve), the object is written with them, its DEK put into the
 // keyring, and then it is appended to the table. If the append fails, the
 // DEK is forgotten and the object deleted.
-func (im *importer) importInto(ctx context.Context, st *blobs.Dir, k *keys, c *catalog.Catalog, path string) (importResult, error) {
+func (im *importer) importInto(ctx context.Context, st store, k *keys, c *catalog.Catalog, path string) (importResult, error) {
 	name := path
 	total := int64(-1)
 	if path == "-" {

@@ -177,10 +177,15 @@ func inside(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// checkApart refuses a KEK file or keyring in the store directory.
+// checkApart refuses a KEK file or keyring in the store directory. A store
+// in S3 holds no file of the keys: they stay on this machine (by default
+// in the user configuration directory).
 func (ks *keySource) checkApart(store string) error {
 	if err := ks.resolve(); err != nil {
 		return err
+	}
+	if isStoreURL(store) {
+		return nil
 	}
 	if ks.kekPath != "" && inside(ks.kekPath, store) {
 		return fmt.Errorf("the KEK file %s is inside the store %s, which is the untrusted side: keep it elsewhere (--kek)", ks.kekPath, store)

@@ -57,11 +57,11 @@ objects.
 			if len(args) == 1 {
 				return a.lsTable(ctx, &store, &ks, args[0], asJSON)
 			}
-			st, err := store.openReadOnly()
+			st, err := store.openReadOnly(ctx)
 			if err != nil {
 				return err
 			}
-			k, err := ks.openRing(ctx, store.dir, ringRead, a.stderr)
+			k, err := ks.openRing(ctx, store.value, ringRead, a.stderr)
 			var ce *cmdError
 			if errors.As(err, &ce) && ce.code == exitNotFound {
 				if !asJSON {
@@ -146,7 +146,7 @@ objects.
 			}
 			for b, err := range st.List(ctx) {
 				if err != nil {
-					return about(store.dir, err)
+					return about(store.name(), err)
 				}
 				if inTable[b.ID] {
 					continue

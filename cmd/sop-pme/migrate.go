@@ -30,6 +30,9 @@ STORE/keyring.json by hand, since a KEK in the store is exposed.
 			if err != nil {
 				return err
 			}
+			if err := store.dirOnly("migrate"); err != nil {
+				return err
+			}
 			k, err := ks.openRing(ctx, dir, ringCreate, a.stdout)
 			if err != nil {
 				return err

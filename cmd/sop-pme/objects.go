@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
@@ -59,7 +58,7 @@ const (
 // keyring, opened read-only. Neither the store nor the keyring is ever
 // created. Close closes the keyring.
 type objects struct {
-	st  *blobs.Dir
+	st  store
 	dir string
 	ks  *keySource
 	ids []storageid.ID
@@ -79,11 +78,11 @@ func (a *app) openObjects(ctx context.Context, f *objectFlags, args []string, al
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.store.openReadOnly()
+	st, err := f.store.openReadOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
-	o := &objects{st: st, dir: f.store.dir, ks: &f.ks}
+	o := &objects{st: st, dir: f.store.value, ks: &f.ks}
 	if use == keysNow {
 		if _, err := o.keyring(ctx, a.stderr); err != nil {
 			return nil, err
@@ -139,7 +138,7 @@ func (a *app) withObjects(flags *objectFlags, all *bool, use keyUse, fn func(ctx
 
 // objectIDs returns the objects a command over several objects works on:
 // the IDs given, resolved, or with all, every object of the store, sorted.
-func objectIDs(ctx context.Context, st *blobs.Dir, args []idArg, all bool) ([]storageid.ID, error) {
+func objectIDs(ctx context.Context, st store, args []idArg, all bool) ([]storageid.ID, error) {
 	if !all {
 		return resolveIDs(ctx, st, args)
 	}

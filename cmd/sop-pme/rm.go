@@ -98,9 +98,9 @@ which names the table: it goes through the table.
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := blobs.OpenDir(dir)
+			st, err := store.open(ctx, storeWrite)
 			if err != nil {
-				return storeErr(dir, err)
+				return err
 			}
 			ids, err := resolveIDs(ctx, st, idArgs)
 			if err != nil {
@@ -123,7 +123,7 @@ which names the table: it goes through the table.
 					return tableErr(dropTable, err)
 				}
 				what = fmt.Sprintf("Drop the table %s, forget the DEKs of its %d %s and delete %s from %s?", dropTable,
-					len(t.Objects), plural(len(t.Objects), "object", "objects"), plural(len(t.Objects), "it", "them"), dir)
+					len(t.Objects), plural(len(t.Objects), "object", "objects"), plural(len(t.Objects), "it", "them"), store.name())
 			default:
 				for _, id := range ids {
 					owner, ok, err := c.Owner(ctx, id)
@@ -149,7 +149,7 @@ which names the table: it goes through the table.
 					from = fmt.Sprintf("remove %s from the table %s, ", plural(len(ids), "it", "them"), tableName)
 				}
 				what = fmt.Sprintf("Forget the DEK of %d %s, %sand delete %s from %s?",
-					len(ids), plural(len(ids), "object", "objects"), from, plural(len(ids), "it", "them"), dir)
+					len(ids), plural(len(ids), "object", "objects"), from, plural(len(ids), "it", "them"), store.name())
 			}
 			if !yes {
 				for i, a2 := range idArgs {
@@ -215,7 +215,7 @@ which names the table: it goes through the table.
 // shred forgets the DEK of id, then deletes the object. An object with
 // neither is not found, unless gone is set (an object a table named, which
 // an earlier rm may have half removed).
-func shred(ctx context.Context, k *keys, st *blobs.Dir, id storageid.ID, gone bool) (rmResult, error) {
+func shred(ctx context.Context, k *keys, st store, id storageid.ID, gone bool) (rmResult, error) {
 	held, err := k.ring.Has(ctx, id)
 	if err != nil {
 		return rmResult{}, about(k.ring.Path(), err)

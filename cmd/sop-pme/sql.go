@@ -55,11 +55,11 @@ func (a *app) runSQL(cmd *cobra.Command, f *sqlFlags, args []string) error {
 	}
 
 	ctx := cmd.Context()
-	st, err := f.store.openReadOnly()
+	st, err := f.store.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
-	k, err := f.ks.openRing(ctx, f.store.dir, ringRead, a.stderr)
+	k, err := f.ks.openRing(ctx, f.store.value, ringRead, a.stderr)
 	if err != nil {
 		return err
 	}

@@ -176,7 +176,7 @@ func (f *sqlFlags) parseViews(ctx context.Context) ([]sqlView, error) {
 	if !slices.ContainsFunc(args, func(a idArg) bool { return a.prefix != "" }) {
 		return views, nil
 	}
-	st, err := f.store.openReadOnly()
+	st, err := f.store.openReadOnly(ctx)
 	if err != nil {
 		return nil, err
 	}

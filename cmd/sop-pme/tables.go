@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/catalog"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/spf13/cobra"
@@ -97,22 +96,16 @@ func catalogOf(k *keys) *catalog.Catalog { return catalog.New(k.ring) }
 
 // openTables opens the store read-only and the keyring in mode, and
 // returns them with the catalog.
-func (a *app) openTables(ctx context.Context, store *storeFlag, ks *keySource, mode ringMode) (*blobs.Dir, *keys, *catalog.Catalog, error) {
-	var st *blobs.Dir
-	var err error
+func (a *app) openTables(ctx context.Context, store *storeFlag, ks *keySource, mode ringMode) (store, *keys, *catalog.Catalog, error) {
+	sm := storeWrite
 	if mode == ringRead {
-		st, err = store.openReadOnly()
-	} else {
-		var dir string
-		if dir, err = store.path(); err == nil {
-			st, err = blobs.OpenDir(dir)
-			err = storeErr(dir, err)
-		}
+		sm = storeRead
 	}
+	st, err := store.open(ctx, sm)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	k, err := ks.openRing(ctx, store.dir, mode, a.stderr)
+	k, err := ks.openRing(ctx, store.value, mode, a.stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -104,7 +104,7 @@ failed. It needs the keyring, which holds the table's catalog.
 			if err != nil {
 				return tableErr(name, err)
 			}
-			objs := &objects{st: st, dir: flags.store.dir, ks: &flags.ks, ids: tableObjectIDs(t), k: k, kOpened: true}
+			objs := &objects{st: st, dir: flags.store.value, ks: &flags.ks, ids: tableObjectIDs(t), k: k, kOpened: true}
 			if len(objs.ids) == 0 {
 				if flags.asJSON {
 					return printJSON(a.stdout, verifySummary{Objects: []verifyResult{}})

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/blobs/s3"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/verify"
+	"github.com/spf13/cobra"
+)
+
+// store is what the commands use of a blob store: a directory (blobs.Dir)
+// or a prefix of an S3 bucket (s3.Store). What only a directory has (its
+// marker file, its creation, Sweep) stays with blobs.Dir.
+type store interface {
+	blobs.Store
+	verify.Source
+	List(ctx context.Context) iter.Seq2[blobs.Blob, error]
+	Delete(ctx context.Context, id storageid.ID) error
+}
+
+var (
+	_ store = (*blobs.Dir)(nil)
+	_ store = (*s3.Store)(nil)
+)
+
+// storeFlag is the --store flag, with $SOP_PME_STORE as its default: a
+// directory, or an s3:// URL.
+type storeFlag struct{ value string }
+
+func addStoreFlag(cmd *cobra.Command, s *storeFlag) {
+	cmd.Flags().StringVarP(&s.value, "store", "s", "", "`directory` of the blob store, or s3://bucket/prefix?endpoint=…&region=… (default $SOP_PME_STORE)")
+}
+
+// path returns the store the flag names, a directory or a URL, checking a
+// URL's form (a usage error) before anything is opened.
+func (s *storeFlag) path() (string, error) {
+	if s.value == "" {
+		s.value = os.Getenv("SOP_PME_STORE")
+	}
+	if s.value == "" {
+		return "", usagef("no store: give --store DIR (or an s3:// URL) or set SOP_PME_STORE")
+	}
+	if isStoreURL(s.value) {
+		if _, err := checkStoreURL(s.value); err != nil {
+			return "", err
+		}
+	}
+	return s.value, nil
+}
+
+// name is the store as messages name it: the directory, or the URL without
+// its query (an s3:// URL carries no credentials, but a query is not worth
+// the risk of echoing a mistyped one).
+func (s *storeFlag) name() string {
+	if !isStoreURL(s.value) {
+		return s.value
+	}
+	name, err := checkStoreURL(s.value)
+	if err != nil {
+		return "the store URL"
+	}
+	return name
+}
+
+// isURL reports whether the flag names a store by URL.
+func (s *storeFlag) isURL() bool { return isStoreURL(s.value) }
+
+// isStoreURL reports whether a store is given as a URL (scheme://…) rather
+// than as a directory.
+func isStoreURL(v string) bool {
+	i := strings.Index(v, "://")
+	return i > 0 && !strings.ContainsAny(v[:i], `/\`)
+}
+
+// storeURLParams are the query parameters an s3:// store URL may carry
+// (see s3.Open).
+var storeURLParams = []string{"endpoint", "region", "use_path_style", "s3ForcePathStyle", "profile", "disable_https", "awssdk"}
+
+// checkStoreURL checks the form of an s3:// store URL and returns its name
+// for messages: s3://bucket/prefix, no query. Credentials in the URL are
+// refused; its errors never quote it whole.
+func checkStoreURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's errors quote the URL.
+		return "", usagef("--store: the store URL does not parse (want s3://bucket/prefix?endpoint=URL&region=REGION)")
+	}
+	if u.Scheme != "s3" {
+		return "", usagef("--store: a store URL of scheme %q: a store is a directory or an s3:// URL", u.Scheme)
+	}
+	query, hasUser := u.RawQuery, u.User != nil
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	name := u.String()
+	if hasUser {
+		return "", usagef("--store %s: credentials in a store URL are refused: give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or in the AWS configuration", name)
+	}
+	if u.Host == "" {
+		return "", usagef("--store: the store URL names no bucket (want s3://bucket/prefix)")
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", usagef("--store %s: its query does not parse", name)
+	}
+	for k, vs := range q {
+		if !slices.Contains(storeURLParams, k) {
+			return "", usagef("--store %s: unknown parameter %q (one of %s)", name, k, strings.Join(storeURLParams, ", "))
+		}
+		if len(vs) > 1 {
+			return "", usagef("--store %s: parameter %s given %d times", name, k, len(vs))
+		}
+	}
+	return name, nil
+}
+
+// storeMode says how a command opens its store.
+type storeMode int
+
+const (
+	storeRead   storeMode = iota // read only: create and remove nothing
+	storeWrite                   // an existing store, to change
+	storeCreate                  // a directory is created if missing
+)
+
+// open opens the store the flag names. A directory is opened as mode says;
+// a bucket is never created, nor is anything written to it by opening it.
+func (s *storeFlag) open(ctx context.Context, mode storeMode) (store, error) {
+	v, err := s.path()
+	if err != nil {
+		return nil, err
+	}
+	if isStoreURL(v) {
+		st, err := s3.Open(ctx, v)
+		if err != nil {
+			return nil, s.err(err)
+		}
+		return st, nil
+	}
+	var d *blobs.Dir
+	switch mode {
+	case storeRead:
+		d, err = blobs.OpenDir(v, blobs.ReadOnly())
+	case storeWrite:
+		d, err = blobs.OpenDir(v)
+	default:
+		d, err = blobs.CreateDir(v)
+	}
+	if err != nil {
+		return nil, s.err(err)
+	}
+	return d, nil
+}
+
+// openReadOnly opens an existing store read-only: it creates nothing, and
+// removes nothing.
+func (s *storeFlag) openReadOnly(ctx context.Context) (store, error) {
+	return s.open(ctx, storeRead)
+}
+
+// create opens the store an import writes into, creating a directory store
+// if there is none. undo removes a directory store that create made, if it
+// holds nothing: an import calls it when it fails.
+func (s *storeFlag) create(ctx context.Context) (st store, undo func(), err error) {
+	v, err := s.path()
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = func() {}
+	if !isStoreURL(v) {
+		if _, err := os.Stat(v); errors.Is(err, os.ErrNotExist) {
+			undo = func() { removeEmptyStore(v) }
+		}
+	}
+	st, err = s.open(ctx, storeCreate)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, undo, nil
+}
+
+// dirOnly refuses an s3:// store for a command (what) that works on a
+// directory only.
+func (s *storeFlag) dirOnly(what string) error {
+	if s.isURL() {
+		return usagef("%s works on a directory store, not on %s", what, s.name())
+	}
+	return nil
+}
+
+// err says what is wrong with the store in one line.
+func (s *storeFlag) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	name := s.name()
+	if errors.Is(err, blobs.ErrNoStore) {
+		if s.isURL() {
+			return &cmdError{exitNotFound, fmt.Sprintf("%s: no such bucket (sop-pme creates no bucket: create it first)", name), err}
+		}
+		return &cmdError{exitNotFound, fmt.Sprintf("%s: no store there (sop-pme import creates one)", name), err}
+	}
+	return about(name, err)
+}
+
+// redactSecrets replaces, in a message, the AWS credentials of the
+// environment, should an error ever quote them.
+func redactSecrets(msg string) string {
+	for _, k := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"} {
+		if v := os.Getenv(k); len(v) >= 8 {
+			msg = strings.ReplaceAll(msg, v, "<"+k+">")
+		}
+	}
+	return msg
+}
