@@ -51,6 +51,7 @@ type proxy struct {
 	heads, dataGets, obGets, other atomic.Int64
 	dataBytes, obBytes             atomic.Int64
 	inFlight, maxInFlight          atomic.Int64
+	dataInFlight, maxDataInFlight  atomic.Int64 // GETs of .data alone
 }
 
 func startProxy(tb testing.TB, endpoint string) *proxy {
@@ -65,9 +66,11 @@ func startProxy(tb testing.TB, endpoint string) *proxy {
 		r.Out.Host = r.In.Host // the SDK signed the proxy's host
 	}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := p.inFlight.Add(1)
+		track(&p.inFlight, &p.maxInFlight)
 		defer p.inFlight.Add(-1)
-		for m := p.maxInFlight.Load(); n > m && !p.maxInFlight.CompareAndSwap(m, n); m = p.maxInFlight.Load() {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".data") {
+			track(&p.dataInFlight, &p.maxDataInFlight)
+			defer p.dataInFlight.Add(-1)
 		}
 		if d := p.delay.Load(); d > 0 {
 			time.Sleep(time.Duration(d))
@@ -90,6 +93,13 @@ func startProxy(tb testing.TB, endpoint string) *proxy {
 	tb.Cleanup(srv.Close)
 	p.url = srv.URL
 	return p
+}
+
+// track adds one to n and raises max to n's new value if it is above.
+func track(n, max *atomic.Int64) {
+	v := n.Add(1)
+	for m := max.Load(); v > m && !max.CompareAndSwap(m, v); m = max.Load() {
+	}
 }
 
 // counts is a snapshot of a proxy's counters.
@@ -336,8 +346,8 @@ func TestLargeProjection(t *testing.T) {
 	obSize := int64(verify.OutboardSize(ls.obj.Size))
 	t.Logf("object %d bytes, %d row groups, outboard %d bytes; column %d: %d chunks, %d bytes; footer region %d bytes",
 		ls.obj.Size, rgs, obSize, projField, ranges, chunks, footer)
-	t.Logf("projection: %d requests (%d HEAD, %d data GETs, %d outboard GETs, %d other), %d data bytes, %d outboard bytes, max %d in flight",
-		c.requests(), c.heads, c.dataGets, c.obGets, c.other, c.dataBytes, c.obBytes, ls.proxy.maxInFlight.Load())
+	t.Logf("projection: %d requests (%d HEAD, %d data GETs, %d outboard GETs, %d other), %d data bytes, %d outboard bytes, max %d in flight (%d data GETs)",
+		c.requests(), c.heads, c.dataGets, c.obGets, c.other, c.dataBytes, c.obBytes, ls.proxy.maxInFlight.Load(), ls.proxy.maxDataInFlight.Load())
 	t.Logf("reader stats: %+v", r.Stats())
 
 	// The same projection with other gaps through which one ranged GET of
@@ -406,6 +416,7 @@ func BenchmarkLargeScan(b *testing.B) {
 					defer ls.proxy.delay.Store(0)
 				}
 				ls.proxy.maxInFlight.Store(0)
+				ls.proxy.maxDataInFlight.Store(0)
 				b.SetBytes(int64(ls.obj.Size))
 				before, cpu0 := ls.proxy.counts(), cpuTime()
 				for b.Loop() {
@@ -417,6 +428,7 @@ func BenchmarkLargeScan(b *testing.B) {
 					b.ReportMetric(float64(c.requests())/float64(b.N), "requests/op")
 					b.ReportMetric(float64(c.dataBytes+c.obBytes)/float64(b.N), "fetched-B/op")
 					b.ReportMetric(float64(ls.proxy.maxInFlight.Load()), "max-in-flight")
+					b.ReportMetric(float64(ls.proxy.maxDataInFlight.Load()), "max-data-GETs-in-flight")
 				}
 			})
 		}
