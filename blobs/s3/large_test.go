@@ -238,8 +238,8 @@ func setupLarge(tb testing.TB) *largeSetup {
 	t0 := time.Now()
 	cpu0 := cpuTime()
 	obj := writeLarge(tb, direct, rows)
-	tb.Logf("wrote %d rows, %d bytes (%.0f MB) into S3 in %v (CPU %v)", rows, obj.Size, float64(obj.Size)/1e6,
-		time.Since(t0).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond))
+	tb.Logf("wrote %d rows, %d bytes (%.0f MB; %d unpadded) into S3 in %v (CPU %v)", rows, obj.Size, float64(obj.Size)/1e6,
+		obj.UnpaddedSize, time.Since(t0).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond))
 
 	// The same object, byte for byte, into a blobs.Dir: imported from
 	// versitygw's file.
