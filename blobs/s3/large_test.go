@@ -310,11 +310,11 @@ func cpuTime() time.Duration {
 // TestLargeProjection writes an object of about 1 GB (SOP_PME_LARGE_MB)
 // into S3 and scans one of its 8 columns, counting at a proxy the requests
 // and the bytes the server sends: the bytes of the data must be at most the
-// column's chunks, the footer region and two groups a verified range, the
-// outboard's at most the parent pairs the ranges need (not the 4 MiB
-// outboard whole), and the requests at most a data GET a range, the HEAD,
-// and the outboard runs. It takes a while: it runs only with
-// SOP_PME_LARGE=1, and not with -short.
+// column's chunks, the footer region and two groups a verified range; with
+// the outboard's (never the 4 MiB outboard whole, only the runs of pairs
+// each range needs), at most one group more a range; and the GETs of the
+// data at most one a range, beside one HEAD. It takes a while: it runs
+// only with SOP_PME_LARGE=1, and not with -short.
 func TestLargeProjection(t *testing.T) {
 	if os.Getenv(largeEnv) != "1" || testing.Short() {
 		t.Skipf("set %s=1 (without -short) to write and scan a 1 GB object", largeEnv)
@@ -401,7 +401,11 @@ func TestLargeProjection(t *testing.T) {
 // proxy, all columns and one. MB/s is of the object's size for both
 // scans; it reports the requests and bytes of a scan, the most requests
 // in flight at once, and the CPU time of this process (not versitygw's).
+// Like TestLargeProjection, it runs only with SOP_PME_LARGE=1.
 func BenchmarkLargeScan(b *testing.B) {
+	if os.Getenv(largeEnv) != "1" {
+		b.Skipf("set %s=1 to write and scan a 1 GB object", largeEnv)
+	}
 	ls := setupLarge(b)
 	ctx := context.Background()
 	for _, src := range []string{"dir", "s3", "s3-20ms"} {
