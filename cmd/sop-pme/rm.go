@@ -90,9 +90,6 @@ which names the table: it goes through the table.
 			if err != nil {
 				return err
 			}
-			if !yes && !a.stdinTTY {
-				return usagef("rm deletes for good: give --yes (stdin is not a terminal to ask on)")
-			}
 			dir, err := store.path()
 			if err != nil {
 				return err
@@ -150,6 +147,12 @@ which names the table: it goes through the table.
 				}
 				what = fmt.Sprintf("Forget the DEK of %d %s, %sand delete %s from %s?",
 					len(ids), plural(len(ids), "object", "objects"), from, plural(len(ids), "it", "them"), store.name())
+			}
+			// Asked only now: what cannot go (an object of a table, a
+			// name no table has) is refused as such, not as a missing
+			// --yes.
+			if !yes && !a.stdinTTY {
+				return usagef("rm deletes for good: give --yes (stdin is not a terminal to ask on)")
 			}
 			if !yes {
 				for i, a2 := range idArgs {

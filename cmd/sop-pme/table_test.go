@@ -349,6 +349,8 @@ func TestTableRm(t *testing.T) {
 		ids[i] = r.StorageID
 	}
 	e.fails(exitUsage, []string{ids[0], "table t", "rm --table t"}, "rm", "--yes", ids[0])
+	// Without --yes too: the refusal names the table, not the missing --yes.
+	e.fails(exitUsage, []string{ids[0], "table t", "rm --table t"}, "rm", ids[0])
 	e.fails(exitUsage, []string{ids[0][:12], "table t"}, "rm", "--yes", ids[0][:12])
 	e.fails(exitUsage, []string{"--yes"}, "rm", "t")
 	if objs := e.tableObjects("t"); len(objs) != 3 {
