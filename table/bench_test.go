@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
