@@ -2,7 +2,6 @@ package table_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -165,7 +164,7 @@ func BenchmarkTableDirSum(b *testing.B) {
 		}
 		rr.Release()
 		if rows != benchRows {
-			b.Fatal(fmt.Sprintf("%d rows", rows))
+			b.Fatalf("%d rows", rows)
 		}
 	}
 	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/benchRows, "cpu-ns/row")
