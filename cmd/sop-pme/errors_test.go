@@ -61,7 +61,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"import", "--codec", "lzma", "x.csv"}, "--codec"},
 		{[]string{"verify", id}, "no store"},
 		{[]string{"keys"}, "subcommand"},
-		{[]string{"rm", id}, "--yes"},
+		{[]string{"rm", id}, "no store"}, // --yes is asked for once the store and keyring are open (TestTables)
 	} {
 		r := e.run(nil, c.args...)
 		checkFailure(t, r, exitUsage, []string{c.want}, c.args)

@@ -366,6 +366,8 @@ func TestTableRm(t *testing.T) {
 		t.Errorf("keyring Has after rm --table: %v", held)
 	}
 
+	// Off a terminal, without --yes: a usage error naming --yes, nothing deleted.
+	e.fails(exitUsage, []string{"--yes"}, "rm", "t")
 	// Confirmation: no answer deletes nothing.
 	e.stdin = strings.NewReader("n\n")
 	r := e.sop("rm", "t")
