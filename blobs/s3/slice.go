@@ -32,8 +32,11 @@ var (
 
 	// obGapMax is the largest gap, in bytes, between two runs of needed
 	// parent pairs that one ranged GET reads through rather than making
-	// two requests.
-	obGapMax uint64 = 16 << 10
+	// two requests. 4 KiB: with the pairs on the ranges' paths kept
+	// (pairCache), a one-column projection of a 1 GB object then makes
+	// 2.4 outboard GETs a range and stays within 2 groups a range of data
+	// and outboard bytes (bench/README.md, "S3: a 1 GB object").
+	obGapMax uint64 = 4 << 10
 
 	// obStreamMin is the smallest single outboard range, in bytes, that a
 	// slice streams rather than reads into memory first.
@@ -44,8 +47,9 @@ var (
 // remembered), computes the chunk groups the range selects and the parent
 // pairs on their paths, and fetches, in parallel, the groups' bytes in one
 // ranged GET of .data and the pairs from .obao4: the whole outboard if it
-// is at most 256 KiB, else only the runs of pairs needed (one ranged GET a
-// run, runs less than 16 KiB apart merged). A whole outboard that hashes
+// is at most 256 KiB, else only the runs of pairs needed that the Store
+// has not kept from earlier slices (one ranged GET a run, runs less than
+// 4 KiB apart merged; see pairCache). A whole outboard that hashes
 // up to the storage_id (every pair to the chaining value its parent holds,
 // the root pair to the storage_id itself) is kept (8 MiB of outboards at
 // most) and not fetched again: a scan then makes one request a slice. The slice is assembled by
@@ -81,8 +85,10 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	obSize := verify.OutboardSize(size)
 	var (
 		runs   []span
-		cached []byte // a whole outboard already fetched and checked
-		whole  bool   // the outboard is fetched whole: check it and keep it
+		cached []byte    // a whole outboard already fetched and checked
+		whole  bool      // the outboard is fetched whole: check it and keep it
+		kept   []segment // pairs of a large outboard kept from earlier slices
+		pairs  bool      // keep the pairs of a large outboard that chain to id
 	)
 	if obSize > 0 {
 		if obSize <= wholeOutboardMax {
@@ -90,7 +96,14 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 				runs, whole = []span{{0, obSize}}, true
 			}
 		} else {
-			runs = coalesce(neededPairs(size, g0, g1), obGapMax)
+			needed := neededPairs(size, g0, g1)
+			runs = coalesce(needed, obGapMax)
+			if !(len(runs) == 1 && runs[0].n >= obStreamMin) {
+				// Only the pairs not kept from earlier slices (a run
+				// to stream is fetched whole, none kept).
+				runs, kept = s.pairs.lookup(obKey{id, size}, needed, obGapMax)
+				pairs = true
+			}
 		}
 	}
 
@@ -168,6 +181,13 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	}
 	if cached != nil {
 		ob.segs = []segment{{0, cached}}
+	}
+	if pairs {
+		if len(kept) > 0 {
+			ob.segs = append(ob.segs, kept...)
+			sort.Slice(ob.segs, func(i, j int) bool { return ob.segs[i].off < ob.segs[j].off })
+		}
+		s.pairs.add(obKey{id, size}, chainedPairs(id, size, g0, g1, ob))
 	}
 	var obRA io.ReaderAt = ob
 	if stream != nil {
@@ -307,10 +327,18 @@ type segment struct {
 func (s *sparse) ReadAt(p []byte, off int64) (int, error) {
 	o := uint64(off)
 	i := sort.Search(len(s.segs), func(i int) bool { return s.segs[i].off > o }) - 1
-	if i < 0 || o >= s.segs[i].off+uint64(len(s.segs[i].b)) {
-		return 0, io.ErrUnexpectedEOF
+	n := 0
+	// Through segments that follow one another (fetched runs and kept
+	// pairs; they do not overlap).
+	for ; i >= 0 && i < len(s.segs) && n < len(p); i++ {
+		sg := s.segs[i]
+		if o < sg.off || o >= sg.off+uint64(len(sg.b)) {
+			break
+		}
+		m := copy(p[n:], sg.b[o-sg.off:])
+		n += m
+		o += uint64(m)
 	}
-	n := copy(p, s.segs[i].b[o-s.segs[i].off:])
 	if n < len(p) {
 		return n, io.ErrUnexpectedEOF
 	}

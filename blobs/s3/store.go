@@ -71,6 +71,7 @@ type Store struct {
 	sizes map[storageid.ID]uint64 // sizes learnt from HEAD; checked at each GET
 
 	outboards outboardCache // whole outboards that matched their storage_id
+	pairs     pairCache     // parent pairs of large outboards that chain to their storage_id
 }
 
 var (
