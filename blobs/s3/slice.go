@@ -117,7 +117,9 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 		stream  io.ReadCloser // the one large run, if streamed
 	)
 	gctx, cancel := context.WithCancel(ctx)
-	streamRun := len(runs) == 1 && runs[0].n >= obStreamMin
+	// Kept pairs are served from memory, beside the fetched runs: then no
+	// run is streamed.
+	streamRun := len(runs) == 1 && runs[0].n >= obStreamMin && len(kept) == 0
 	for i, r := range runs {
 		wg.Go(func() {
 			body, err := s.getRange(gctx, s.outboardKey(id), r.off, r.n, obSize)
@@ -182,7 +184,7 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	if cached != nil {
 		ob.segs = []segment{{0, cached}}
 	}
-	if pairs {
+	if pairs && stream == nil {
 		if len(kept) > 0 {
 			ob.segs = append(ob.segs, kept...)
 			sort.Slice(ob.segs, func(i, j int) bool { return ob.segs[i].off < ob.segs[j].off })

@@ -175,6 +175,7 @@ func TestSliceOutboardRuns(t *testing.T) {
 		{0, 0, 1 << 30},    // separate runs, in memory
 		{0, 1024, 1 << 30}, // merged runs
 		{0, 0, 2048},       // a single large run streamed
+		{0, 0, 64},         // a single run streamed, or read beside the pairs kept
 	} {
 		restore := s3.SetOutboardFetch(c.whole, c.gap, c.stream)
 		r := rand.New(rand.NewPCG(3, c.gap))
