@@ -11,7 +11,8 @@ import (
 )
 
 // pairCacheMax bounds the parent pairs a Store keeps of large outboards
-// (pairCache), in all objects: 32768 pairs, 2 MiB of pairs.
+// (pairCache), in all objects: 32768 pairs, 2 MiB of pairs (about 3 MiB
+// with the maps' keys and overhead).
 const pairCacheMax = 1 << 15
 
 // A pairCache keeps, per Store, parent pairs of outboards larger than
