@@ -111,21 +111,32 @@ func FuzzDecodeObject(f *testing.F) {
 	})
 }
 
-// TestWriteSeeds writes the seed corpora when SOP_PME_WRITE_SEEDS is set:
-// the valid records, and truncations and bit flips of them.
-func TestWriteSeeds(t *testing.T) {
-	if os.Getenv("SOP_PME_WRITE_SEEDS") == "" {
-		t.Skip("set SOP_PME_WRITE_SEEDS=1 to write testdata/fuzz")
-	}
-	write := func(target string, seeds [][]byte) {
+// TestSeeds checks that the seed corpora in testdata/fuzz hold the valid
+// records and their truncations and bit flips as this file makes them, so
+// that a change to the record encoding cannot leave the fuzz targets
+// seeded with stale records; with SOP_PME_WRITE_SEEDS=1 it writes them
+// instead.
+func TestSeeds(t *testing.T) {
+	write := os.Getenv("SOP_PME_WRITE_SEEDS") != ""
+	check := func(target string, seeds [][]byte) {
 		dir := filepath.Join("testdata", "fuzz", target)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
+		if write {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for i, s := range seeds {
+			path := filepath.Join(dir, fmt.Sprintf("seed-%02d", i))
 			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
+			if write {
+				if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			got, err := os.ReadFile(path)
+			if err != nil || string(got) != body {
+				t.Errorf("%s is not the seed this test makes (SOP_PME_WRITE_SEEDS=1 go test -run TestSeeds writes it): %v", path, err)
 			}
 		}
 	}
@@ -138,8 +149,8 @@ func TestWriteSeeds(t *testing.T) {
 		}
 		return out
 	}
-	write("FuzzDecodeTable", variants(seedHeader(t)))
-	write("FuzzDecodeObject", variants(seedObject()))
+	check("FuzzDecodeTable", variants(seedHeader(t)))
+	check("FuzzDecodeObject", variants(seedObject()))
 }
 
 // TestDecodeSeeds: the seed records decode, and every truncation of them
