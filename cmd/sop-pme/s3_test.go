@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sovm/sop-pme/blobs/s3/s3test"
 )
 
 // The S3 tests run the command against versitygw on 127.0.0.1 (a posix
@@ -23,99 +19,18 @@ const (
 	s3TestPrefix = "objs/cli"
 )
 
-// versitygwBinary returns the versitygw binary: $SOP_PME_VERSITYGW, else
-// the one .ci/install-servers installs. Without one the test is skipped,
-// except under CI=true, where it fails.
-func versitygwBinary(t testing.TB) string {
-	t.Helper()
-	p := os.Getenv("SOP_PME_VERSITYGW")
-	if p == "" {
-		home, _ := os.UserHomeDir()
-		p = filepath.Join(home, ".cache", "sop-pme", "bin", "versitygw-v1.8.0", "versitygw")
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("versitygw not found at %s (run .ci/install-servers): %v", p, err)
-		}
-		t.Skipf("versitygw not found at %s (run .ci/install-servers)", p)
-	}
-	return p
-}
-
-// An s3Server is a versitygw on 127.0.0.1 with a posix backend.
+// An s3Server is s3test's versitygw (the one blobs/s3's tests run), with
+// the bucket s3TestBucket.
 type s3Server struct {
+	*s3test.Server
 	dir      string // the posix root; the bucket is dir/s3TestBucket
 	endpoint string
-	cmd      *exec.Cmd
-	done     chan struct{}
 }
 
 func startS3(t testing.TB) *s3Server {
 	t.Helper()
-	bin := versitygwBinary(t)
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, s3TestBucket), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The free port found may be taken by another process before
-	// versitygw binds it: try again with another, three times.
-	for try := 1; ; try++ {
-		s, err := tryStartS3(t, bin, dir)
-		if err == nil {
-			return s
-		}
-		if try == 3 {
-			t.Fatal(err)
-		}
-		t.Logf("versitygw, attempt %d: %v", try, err)
-	}
-}
-
-func tryStartS3(t testing.TB, bin, dir string) (*s3Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "--access", s3TestAccess, "--secret", s3TestSecret, "--port", addr, "posix", dir)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &s3Server{dir: dir, endpoint: "http://" + addr, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(s.done) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(s.endpoint + "/")
-		if err == nil {
-			resp.Body.Close()
-			t.Cleanup(s.stop)
-			return s, nil
-		}
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("versitygw exited before answering: %s", out.Bytes())
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("versitygw does not answer at %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop ends the server (its process, by its own pid) and waits for it.
-func (s *s3Server) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	s.cmd.Process.Kill()
-	<-s.done
+	s := s3test.Start(t, s3TestAccess, s3TestSecret, s3TestBucket)
+	return &s3Server{Server: s, dir: s.Dir, endpoint: s.Endpoint}
 }
 
 // url is the store URL of the bucket and prefix, with extra parameters.
