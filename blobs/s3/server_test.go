@@ -3,8 +3,10 @@ package s3_test
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +107,16 @@ func incompleteUploads(t testing.TB, srv *server) int {
 		t.Fatal(err)
 	}
 	return len(out.Uploads)
+}
+
+// TestInstallVersion: .ci/install-servers installs the versitygw version
+// the tests look for.
+func TestInstallVersion(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", ".ci", "install-servers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "VERSITYGW_VERSION=" + s3test.Version + "\n"; !strings.Contains(string(b), want) {
+		t.Fatalf(".ci/install-servers does not say %q", strings.TrimSpace(want))
+	}
 }
