@@ -131,7 +131,7 @@ schema NAME --history lists them). Columns are known by their Parquet field
 ID: a column added gets an ID never used in the table before, a rename keeps
 the ID (objects written before it read under the new name), a dropped
 column's ID is never reused, and a promotion widens the type (int32 to
-int64, float32 to float64, decimal(P,S) to decimal(P',S) with P' >= P). No
+int64, float32 to float64, decimal(P,S) to decimal(P',S) with P' > P). No
 object is rewritten: each is read at the table's current schema, with nulls
 for a column it lacks.
 
