@@ -1,7 +1,7 @@
 // Package table reads a sequence of SOP-PME-1 objects as one table whose
 // schema evolves by Parquet field ID, as Iceberg's does: columns are added,
 // renamed, dropped and promoted (int32 to int64, float32 to float64,
-// decimal(P, S) to decimal(P', S) with P' ≥ P) between objects, and every
+// decimal(P, S) to decimal(P', S) with P' > P) between objects, and every
 // object is read at the table's schema.
 //
 // Field IDs are what make this possible (SOP-PME-1 Section 11.2): every column
