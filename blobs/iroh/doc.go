@@ -32,8 +32,13 @@
 //
 // # Network
 //
-// Serving and fetching use an iroh endpoint bound to 127.0.0.1 only, with
-// relays disabled, no address lookup (no DNS, pkarr or mDNS), no port mapping
-// and no net-report probes, so nothing leaves the loopback interface. Peers
-// are addressed explicitly as "<endpoint id>@127.0.0.1:<port>".
+// Serving and fetching use one iroh endpoint a store, bound to 127.0.0.1
+// unless [Store.ServeOn] names another address (or a fetch from a peer off
+// loopback needs the unspecified one), with relays disabled, no address
+// lookup (no DNS, pkarr or mDNS), no port mapping and no net-report probes:
+// the endpoint reaches only the addresses it is given, and by default
+// nothing leaves the loopback interface. Peers are addressed explicitly, as
+// "<endpoint id>@<ip>:<port>" or by an iroh endpoint or blob ticket
+// ([Ticket]). Relays and discovery are not offered: they would publish the
+// node's addresses to, and route through, public servers.
 package iroh

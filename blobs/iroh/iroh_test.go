@@ -579,10 +579,13 @@ func TestRemoteAddressChecks(t *testing.T) {
 	for _, addr := range []string{
 		"",
 		"127.0.0.1:1",
-		key + "@10.0.0.1:4433",      // not loopback: refused before any socket use
-		key + "@192.168.1.1:4433",   // idem
+		key + "@0.0.0.0:4433",       // unspecified: cannot be dialled
+		key + "@224.0.0.1:4433",     // multicast
+		key + "@127.0.0.1:0",        // port 0
 		"zz@127.0.0.1:1",            // bad id
 		key + "@127.0.0.1:notaport", // bad port
+		"endpointnotaticket",        // a ticket that does not decode
+		"blobnotaticket",
 	} {
 		_, err := s.Fetch(ctx, addr, id, 0, 1)
 		var ie *Error
@@ -718,7 +721,9 @@ func TestFetchTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = s.Fetch(ctx, addr, storageid.Sum(nil), 0, 1)
+	// Not the empty blob, which every store holds: a fetch of it is done
+	// before it would dial.
+	_, err = s.Fetch(ctx, addr, storageid.Sum([]byte("x")), 0, 1)
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("Fetch took %v with a 500 ms deadline", el)
 	}
@@ -734,4 +739,66 @@ func TestFetchTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("closing the fetching node took %v", time.Since(t0))
+}
+
+// TestTicketsAndResume: a node served on a chosen port is reached through
+// its endpoint ticket; a second fetch of groups already held reads nothing
+// from the network, and a fetch of a larger range reads only the groups
+// missing (what makes an interrupted fetch resume).
+func TestTicketsAndResume(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	a := openStore(t, t.TempDir())
+	b := openStore(t, t.TempDir())
+	data := randBytes(501, 8<<16)
+	id, err := a.ImportBytes(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := a.ServeOn(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ServeOn(ctx, "127.0.0.2:0"); !isCode(err, CodeInvalid) {
+		t.Fatalf("ServeOn with another binding: %v, want CodeInvalid", err)
+	}
+	for _, bad := range []string{"0.0.0.0:0", "[::]:1", "127.0.0.1", "nowhere:1"} {
+		if _, err := openStore(t, t.TempDir()).ServeOn(ctx, bad); !isCode(err, CodeInvalid) {
+			t.Errorf("ServeOn(%q): %v, want CodeInvalid", bad, err)
+		}
+	}
+	tk, err := Ticket(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tk, "endpoint") {
+		t.Fatalf("ticket %q does not start with \"endpoint\"", tk)
+	}
+	if again, err := Ticket(tk); err != nil || again != tk {
+		t.Fatalf("Ticket(ticket) = %q, %v; want it unchanged", again, err)
+	}
+	const group = 16 << 10
+	first, err := b.Fetch(ctx, tk, id, 0, 2*group)
+	if err != nil || first < 2*group {
+		t.Fatalf("Fetch of two groups by ticket: %d bytes, %v", first, err)
+	}
+	if n, err := b.Fetch(ctx, tk, id, 0, 2*group); err != nil || n != 0 {
+		t.Fatalf("second Fetch of the same groups: %d bytes, %v; want 0, nil", n, err)
+	}
+	rest, err := b.Fetch(ctx, addr, id, 0, uint64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest >= uint64(len(data)) || rest < uint64(len(data))-2*group {
+		t.Fatalf("Fetch of the whole blob after two groups read %d bytes, want about %d", rest, len(data)-2*group)
+	}
+	got := readAll(t)(b.Slice(ctx, id, 0, uint64(len(data))))
+	if w := wantSlice(t, data, 0, uint64(len(data))); !bytes.Equal(got, w) {
+		t.Fatal("B's copy differs")
+	}
+}
+
+func isCode(err error, c Code) bool {
+	var ie *Error
+	return errors.As(err, &ie) && ie.Code == c
 }

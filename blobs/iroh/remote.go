@@ -22,15 +22,26 @@ import (
 // mapping) and returns its address, "<endpoint id>@127.0.0.1:<port>". It
 // serves until Close; calling it again returns the same address.
 func (s *Store) Serve(ctx context.Context) (string, error) {
+	return s.ServeOn(ctx, "")
+}
+
+// ServeOn is Serve on the endpoint bound to bind, "<ip>:<port>" (port 0:
+// an ephemeral one; "" is 127.0.0.1:0). The IP is the one peers dial, so
+// an unspecified or multicast IP is refused (CodeInvalid). Anyone who can
+// reach that address and knows the endpoint id can fetch every blob of the
+// store. A store has one endpoint, bound by its first ServeOn or Fetch: a
+// later ServeOn with another binding fails with CodeInvalid.
+func (s *Store) ServeOn(ctx context.Context, bind string) (string, error) {
 	h, err := s.acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer s.release()
+	b := []byte(bind)
 	var ptr *C.uint8_t
 	var ln C.size_t
 	eb := errBuf()
-	rc := C.sop_iroh_serve(h, &ptr, &ln, errPtr(eb), errCap)
+	rc := C.sop_iroh_serve(h, u8(b), C.size_t(len(b)), &ptr, &ln, errPtr(eb), errCap)
 	if err := mkErr("serve", rc, eb); err != nil {
 		return "", err
 	}
@@ -38,10 +49,33 @@ func (s *Store) Serve(ctx context.Context) (string, error) {
 	return string(goBytes(ptr, ln)), nil
 }
 
-// Fetch fetches the 16 KiB groups of blob id that intersect [off, off+n)
-// from the node at addr into this store with the iroh-blobs get protocol,
-// which verifies them as they arrive, and returns the number of bytes read
-// from the connection (data, size header and proof). The call is bounded by
+// Ticket returns the iroh endpoint ticket ("endpoint…", iroh-tickets'
+// EndpointTicket: the endpoint id and its IP addresses) of a node's address
+// in any form Fetch takes. Its errors match CodeInvalid.
+func Ticket(addr string) (string, error) {
+	a := []byte(addr)
+	var ptr *C.uint8_t
+	var ln C.size_t
+	eb := errBuf()
+	rc := C.sop_iroh_ticket(u8(a), C.size_t(len(a)), &ptr, &ln, errPtr(eb), errCap)
+	if err := mkErr("ticket", rc, eb); err != nil {
+		return "", err
+	}
+	defer C.sop_iroh_free(ptr, ln)
+	return string(goBytes(ptr, ln)), nil
+}
+
+// Fetch fetches the 16 KiB groups of blob id that intersect [off, off+n),
+// those this store does not hold yet, from the node at addr into this store
+// with the iroh-blobs get protocol, which verifies them as they arrive, and
+// returns the number of bytes read from the connection (data, size header
+// and proof). The store keeps every group it verified, so a fetch cut short
+// (a timeout, a closed connection, a killed process) resumes where it
+// stopped. addr is "<endpoint id>@<ip>:<port>" (as Serve returns it), an
+// iroh endpoint ticket or an iroh-blobs blob ticket (as sendme prints; only
+// its addresses are used): the store's endpoint binds 127.0.0.1 for a peer
+// on loopback, else the unspecified address, and dials only the IP
+// addresses given (no relay, no address lookup). The call is bounded by
 // ctx's deadline, or the store's fetch timeout (WithFetchTimeout); a ctx
 // cancelled without a deadline is seen only when the fetch ends or times
 // out, since the library call cannot be interrupted.

@@ -11,7 +11,7 @@
  *
  * Conventions:
  * - Every function except sop_iroh_free, sop_iroh_export_close and
- *   sop_iroh_abi_v2 returns SOP_IROH_OK (0) or an error code, and writes a
+ *   sop_iroh_abi_v3 returns SOP_IROH_OK (0) or an error code, and writes a
  *   NUL-terminated UTF-8 message (empty on success) into err[0..err_cap).
  * - Strings are passed as (pointer, length), UTF-8, not NUL-terminated.
  * - Hashes are 32 bytes (the BLAKE3 root hash iroh-blobs assigns).
@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define SOP_IROH_ABI_VERSION 2
+#define SOP_IROH_ABI_VERSION 3
 
 #define SOP_IROH_OK 0
 #define SOP_IROH_E_INTERNAL 1      /* a bug or an unexpected state */
@@ -56,8 +56,10 @@ typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
 
 /* Link-time version check: returns SOP_IROH_ABI_VERSION. Version 2 added the
  * streaming export (sop_iroh_export_open/read/close) and made
- * sop_iroh_store_close cancel open exports. */
-uint32_t sop_iroh_abi_v2(void);
+ * sop_iroh_store_close cancel open exports. Version 3 gave sop_iroh_serve a
+ * binding address, added sop_iroh_ticket, made sop_iroh_fetch take tickets
+ * and peers off loopback, and fetch only the groups the store lacks. */
+uint32_t sop_iroh_abi_v3(void);
 
 /* Opens or creates an iroh-blobs FsStore in the absolute directory dir. */
 int32_t sop_iroh_store_open(const uint8_t *dir, size_t dir_len,
@@ -125,16 +127,30 @@ void sop_iroh_export_close(SopIrohExport *cursor);
 int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
                                uint64_t *out_size, char *err, size_t err_cap);
 
-/* Serves the store over the blobs protocol on 127.0.0.1 (ephemeral port, no
- * relays, no address lookup, no port mapping) and returns the address
- * "<endpoint id hex>@127.0.0.1:<port>". Idempotent. */
-int32_t sop_iroh_serve(const SopIrohStore *store, uint8_t **out_ptr,
-                       size_t *out_len, char *err, size_t err_cap);
+/* Serves the store over the blobs protocol on an endpoint bound to bind,
+ * "<ip>:<port>" (bind_len bytes; empty: 127.0.0.1 and an ephemeral port;
+ * an unspecified or multicast IP is refused), with no relays, no address
+ * lookup and no port mapping, and returns the address
+ * "<endpoint id hex>@<ip>:<port>". Idempotent for the same binding; the
+ * store's endpoint is bound once (by the first serve or fetch). */
+int32_t sop_iroh_serve(const SopIrohStore *store, const uint8_t *bind,
+                       size_t bind_len, uint8_t **out_ptr, size_t *out_len,
+                       char *err, size_t err_cap);
 
-/* Fetches the chunk groups of hash that intersect the ranges from the node at
- * addr (loopback only) into this store with the get protocol, verified as it
- * arrives; writes the bytes read from the connection (payload, size header
- * and proof). timeout_ms bounds the call; 0 means no limit. */
+/* Writes the iroh endpoint ticket ("endpoint...") of a peer's address,
+ * given in any form sop_iroh_fetch takes. */
+int32_t sop_iroh_ticket(const uint8_t *addr, size_t addr_len,
+                        uint8_t **out_ptr, size_t *out_len, char *err,
+                        size_t err_cap);
+
+/* Fetches the chunk groups of hash that intersect the ranges, those this
+ * store does not hold yet, from the node at addr into this store with the
+ * get protocol, verified as it arrives; writes the bytes read from the
+ * connection (payload, size header and proof). addr is
+ * "<endpoint id hex>@<ip>:<port>", an endpoint ticket or a blob ticket (its
+ * IP addresses; relay URLs are ignored). The store's endpoint binds
+ * 127.0.0.1 for a peer on loopback, else the unspecified address.
+ * timeout_ms bounds the call; 0 means no limit. */
 int32_t sop_iroh_fetch(const SopIrohStore *store, const uint8_t *addr,
                        size_t addr_len, const uint8_t *hash,
                        const uint64_t *ranges, size_t n_ranges,

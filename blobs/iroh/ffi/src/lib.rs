@@ -21,8 +21,10 @@
 //!   signals from the Go runtime;
 //! - byte reads are BAO proofs from `export_bao` (validated against the hash),
 //!   never `export_ranges`, `reader()` or any other unverified read;
-//! - networking is loopback only: the endpoint binds 127.0.0.1, has no relays,
-//!   no address lookup (DNS/pkarr/mDNS), no port mapping, and net reports
+//! - networking reaches only the addresses it is given: the endpoint binds
+//!   127.0.0.1 unless sop_iroh_serve names another address (or a fetch from
+//!   a peer off loopback needs the unspecified one), has no relays, no
+//!   address lookup (DNS/pkarr/mDNS), no port mapping, and net reports
 //!   without HTTPS probes or captive-portal checks.
 
 mod args;
@@ -46,7 +48,7 @@ use runtime::{block_on, block_on_timeout, runtime};
 use store::Store;
 
 /// The ABI version; `sop_iroh.h` declares the same number.
-pub const SOP_IROH_ABI_VERSION: u32 = 2;
+pub const SOP_IROH_ABI_VERSION: u32 = 3;
 
 // Result codes; `sop_iroh.h` declares the same values.
 const OK: i32 = 0;
@@ -71,7 +73,7 @@ pub struct SopIrohExport(Arc<Mutex<Export>>);
 /// Referenced from the Go package's cgo preamble: a library without this
 /// symbol (another ABI version) fails to link.
 #[no_mangle]
-pub extern "C" fn sop_iroh_abi_v2() -> u32 {
+pub extern "C" fn sop_iroh_abi_v3() -> u32 {
     catch_unwind(|| SOP_IROH_ABI_VERSION).unwrap_or(0)
 }
 
@@ -328,16 +330,20 @@ pub unsafe extern "C" fn sop_iroh_verified_size(
 }
 
 /// Starts serving the store over the blobs protocol on an endpoint bound to
-/// 127.0.0.1 (ephemeral port; no relays, no address lookup, no port mapping)
-/// and returns its address "<endpoint id>@127.0.0.1:<port>" in *out_ptr /
-/// *out_len (freed with sop_iroh_free). Calling it again returns the same
+/// bind ("<ip>:<port>", bind_len bytes; empty: 127.0.0.1 and an ephemeral
+/// port; no relays, no address lookup, no port mapping) and returns its
+/// address "<endpoint id>@<ip>:<port>" in *out_ptr / *out_len (freed with
+/// sop_iroh_free). Calling it again with the same binding returns the same
 /// address.
 ///
 /// # Safety
-/// store must be open; the out pointers must be writable.
+/// store must be open; bind valid for bind_len bytes; the out pointers must
+/// be writable.
 #[no_mangle]
 pub unsafe extern "C" fn sop_iroh_serve(
     store: *const SopIrohStore,
+    bind: *const u8,
+    bind_len: usize,
     out_ptr: *mut *mut u8,
     out_len: *mut usize,
     err: *mut c_char,
@@ -345,15 +351,38 @@ pub unsafe extern "C" fn sop_iroh_serve(
 ) -> i32 {
     guard(err, err_cap, || {
         let s = store_ref(store)?;
-        let addr = block_on(net::serve(s))??;
+        let bind = net::parse_bind(&string(bind, bind_len, "bind address")?)?;
+        let addr = block_on(net::serve(s, bind))??;
         give(addr.into_bytes(), out_ptr, out_len)
     })
 }
 
+/// Writes the iroh endpoint ticket ("endpoint…") of a peer's address, given
+/// as sop_iroh_fetch takes it, to *out_ptr / *out_len (freed with
+/// sop_iroh_free).
+///
+/// # Safety
+/// addr valid for addr_len bytes; the out pointers must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_ticket(
+    addr: *const u8,
+    addr_len: usize,
+    out_ptr: *mut *mut u8,
+    out_len: *mut usize,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        let t = net::ticket(&string(addr, addr_len, "address")?)?;
+        give(t.into_bytes(), out_ptr, out_len)
+    })
+}
+
 /// Fetches the 16 KiB chunk groups of blob hash that intersect the n_ranges
-/// (offset, length) byte ranges from the node at addr (as sop_iroh_serve
-/// returns it) into this store with the get protocol, verifying the data as
-/// it arrives. Writes the number of bytes read from the connection (payload
+/// (offset, length) byte ranges, those this store does not hold yet, from
+/// the node at addr (as sop_iroh_serve returns it, or an endpoint or blob
+/// ticket) into this store with the get protocol, verifying the data as it
+/// arrives. Writes the number of bytes read from the connection (payload
 /// plus size header and proof) to out_bytes_read. timeout_ms bounds the call
 /// (0: no limit).
 ///

@@ -1,7 +1,9 @@
-//! Serving and fetching over the blobs protocol, on loopback only: the
-//! endpoint binds 127.0.0.1, has no relays, no address lookup
-//! (DNS/pkarr/mDNS), no port mapping, and net reports without HTTPS probes
-//! or captive-portal checks.
+//! Serving and fetching over the blobs protocol. The endpoint binds one
+//! address: 127.0.0.1 unless the caller of serve names another, or a fetch
+//! from a peer off loopback needs the unspecified address. It has no relays,
+//! no address lookup (DNS/pkarr/mDNS), no port mapping, and net reports
+//! without HTTPS probes or captive-portal checks: it reaches only the
+//! addresses it is given.
 
 use std::{
     collections::HashMap,
@@ -13,7 +15,8 @@ use iroh::{
     protocol::{AcceptError, ProtocolHandler, Router},
     Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode,
 };
-use iroh_blobs::{protocol::GetRequest, BlobsProtocol, Hash};
+use iroh_blobs::{protocol::GetRequest, ticket::BlobTicket, BlobsProtocol, Hash};
+use iroh_tickets::{endpoint::EndpointTicket, Ticket};
 
 use crate::{
     errors::{map_get_error, Error, Result},
@@ -27,19 +30,23 @@ use crate::{
 #[derive(Default)]
 pub(crate) struct Net {
     endpoint: Option<Endpoint>,
+    bound: Option<SocketAddr>,
     router: Option<Router>,
     conns: HashMap<PublicKey, Connection>,
     closed: bool,
 }
 
-/// Binds an endpoint on 127.0.0.1 with everything that would reach another
-/// address turned off.
-async fn bind_loopback_endpoint() -> Result<Endpoint> {
+/// The default binding: 127.0.0.1, an ephemeral port.
+const LOOPBACK: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+
+/// Binds an endpoint on bind (one IP transport) with everything that would
+/// reach another address on its own turned off.
+async fn bind_endpoint(bind: SocketAddr) -> Result<Endpoint> {
     Endpoint::builder(presets::Minimal)
         .relay_mode(RelayMode::Disabled)
         .clear_address_lookup()
         .clear_ip_transports()
-        .bind_addr(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
+        .bind_addr(bind)
         .map_err(|e| Error::new(E_INTERNAL, format!("endpoint address: {e}")))?
         .portmapper_config(PortmapperConfig::Disabled)
         .net_report_config(NetReportConfig::minimal())
@@ -49,15 +56,29 @@ async fn bind_loopback_endpoint() -> Result<Endpoint> {
 }
 
 impl Net {
-    async fn endpoint(&mut self) -> Result<Endpoint> {
+    /// The store's endpoint, bound to bind by the first call. A later call
+    /// that needs another binding (want says whether the bound one will do)
+    /// fails: a store has one endpoint.
+    async fn endpoint(
+        &mut self,
+        bind: SocketAddr,
+        want: impl Fn(SocketAddr) -> bool,
+    ) -> Result<Endpoint> {
         if self.closed {
             return Err(Error::new(E_INVALID, "store is closed"));
         }
-        if let Some(ep) = &self.endpoint {
+        if let (Some(ep), Some(bound)) = (&self.endpoint, self.bound) {
+            if !want(bound) {
+                return Err(Error::new(
+                    E_INVALID,
+                    format!("the store's endpoint is already bound to {bound}, not to an address that will do ({bind})"),
+                ));
+            }
             return Ok(ep.clone());
         }
-        let ep = bind_loopback_endpoint().await?;
+        let ep = bind_endpoint(bind).await?;
         self.endpoint = Some(ep.clone());
+        self.bound = Some(bind);
         Ok(ep)
     }
 
@@ -81,11 +102,12 @@ impl Net {
     }
 }
 
-fn loopback_addr(ep: &Endpoint) -> Result<SocketAddr> {
+/// The socket the endpoint bound on ip.
+fn bound_addr(ep: &Endpoint, ip: IpAddr) -> Result<SocketAddr> {
     ep.bound_sockets()
         .into_iter()
-        .find(|a| a.ip() == IpAddr::V4(Ipv4Addr::LOCALHOST))
-        .ok_or_else(|| Error::new(E_INTERNAL, "endpoint has no 127.0.0.1 socket"))
+        .find(|a| a.ip() == ip)
+        .ok_or_else(|| Error::new(E_INTERNAL, format!("endpoint has no socket on {ip}")))
 }
 
 /// The blobs protocol handler, except that shutting the router down leaves
@@ -99,31 +121,92 @@ impl ProtocolHandler for Provider {
     }
 }
 
-/// Parses "<endpoint id hex>@<ip>:<port>"; only loopback addresses are accepted.
+/// Parses a peer's address: "<endpoint id hex>@<ip>:<port>" (as serve
+/// returns it), an iroh endpoint ticket ("endpoint…") or an iroh-blobs blob
+/// ticket ("blob…", as sendme prints; its hash and format are ignored). A
+/// ticket's relay URLs are ignored (relays are off); it must name at least
+/// one IP address. An unspecified or multicast address is refused.
 pub(crate) fn parse_addr(s: &str) -> Result<EndpointAddr> {
-    let (id, sa) = s
-        .split_once('@')
-        .ok_or_else(|| Error::new(E_INVALID, format!("address {s:?}: want <id>@<ip>:<port>")))?;
-    let id: PublicKey = id
-        .parse()
-        .map_err(|e| Error::new(E_INVALID, format!("address {s:?}: endpoint id: {e}")))?;
-    let sa: SocketAddr = sa
-        .parse()
-        .map_err(|e| Error::new(E_INVALID, format!("address {s:?}: {e}")))?;
-    if !sa.ip().is_loopback() {
+    let s = s.trim();
+    let addr = if let Some((id, sa)) = s.split_once('@') {
+        let id: PublicKey = id
+            .parse()
+            .map_err(|e| Error::new(E_INVALID, format!("address {s:?}: endpoint id: {e}")))?;
+        let sa: SocketAddr = sa
+            .parse()
+            .map_err(|e| Error::new(E_INVALID, format!("address {s:?}: {e}")))?;
+        EndpointAddr::new(id).with_ip_addr(sa)
+    } else if s.starts_with(EndpointTicket::KIND) {
+        EndpointTicket::decode_string(s)
+            .map_err(|e| Error::new(E_INVALID, format!("endpoint ticket: {e}")))?
+            .endpoint_addr()
+            .clone()
+    } else if s.starts_with(BlobTicket::KIND) {
+        BlobTicket::decode_string(s)
+            .map_err(|e| Error::new(E_INVALID, format!("blob ticket: {e}")))?
+            .addr()
+            .clone()
+    } else {
         return Err(Error::new(
             E_INVALID,
-            format!("address {s:?}: only loopback addresses are allowed"),
+            "address: want <id>@<ip>:<port>, an endpoint ticket or a blob ticket",
+        ));
+    };
+    let ips: Vec<SocketAddr> = addr.ip_addrs().copied().collect();
+    if ips.is_empty() {
+        return Err(Error::new(E_INVALID, "address: names no IP address (relays are not used)"));
+    }
+    for sa in &ips {
+        if sa.ip().is_unspecified() || sa.ip().is_multicast() || sa.port() == 0 {
+            return Err(Error::new(E_INVALID, format!("address: {sa} cannot be dialled")));
+        }
+    }
+    Ok(EndpointAddr::new(addr.id).with_addrs(ips.into_iter().map(iroh::TransportAddr::Ip)))
+}
+
+/// The endpoint ticket ("endpoint…") of a peer's address, in any form
+/// parse_addr takes.
+pub(crate) fn ticket(s: &str) -> Result<String> {
+    Ok(EndpointTicket::new(parse_addr(s)?).encode_string())
+}
+
+/// The binding a fetch from addr needs: 127.0.0.1 for a peer on loopback,
+/// else the unspecified address of the peer's first address family.
+fn fetch_bind(addr: &EndpointAddr) -> SocketAddr {
+    let mut ips = addr.ip_addrs();
+    match ips.find(|a| !a.ip().is_loopback()) {
+        None => LOOPBACK,
+        Some(a) if a.is_ipv4() => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        Some(_) => SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), 0),
+    }
+}
+
+/// Parses serve's binding "<ip>:<port>" (port 0: ephemeral); empty means
+/// 127.0.0.1:0. The IP must be one a peer can dial: not unspecified, not
+/// multicast.
+pub(crate) fn parse_bind(s: &str) -> Result<SocketAddr> {
+    if s.is_empty() {
+        return Ok(LOOPBACK);
+    }
+    let sa: SocketAddr = s
+        .parse()
+        .map_err(|e| Error::new(E_INVALID, format!("bind address {s:?}: {e} (want <ip>:<port>)")))?;
+    if sa.ip().is_unspecified() || sa.ip().is_multicast() {
+        return Err(Error::new(
+            E_INVALID,
+            format!("bind address {s:?}: name the address peers dial, not an unspecified or multicast one"),
         ));
     }
-    Ok(EndpointAddr::new(id).with_ip_addr(sa))
+    Ok(sa)
 }
 
 /// Serves the store, starting the router on the first call, and returns
-/// the address "<endpoint id>@127.0.0.1:<port>".
-pub(crate) async fn serve(s: &Store) -> Result<String> {
+/// the address "<endpoint id>@<ip>:<port>" of the endpoint bound to bind.
+pub(crate) async fn serve(s: &Store, bind: SocketAddr) -> Result<String> {
     let mut net = s.net.lock().await;
-    let ep = net.endpoint().await?;
+    let ep = net
+        .endpoint(bind, |b| b.ip() == bind.ip() && (bind.port() == 0 || b.port() == bind.port()))
+        .await?;
     if net.router.is_none() {
         let blobs = Provider(BlobsProtocol::new(&s.fs, None));
         let router = Router::builder(ep.clone())
@@ -131,7 +214,7 @@ pub(crate) async fn serve(s: &Store) -> Result<String> {
             .spawn();
         net.router = Some(router);
     }
-    let sa = loopback_addr(&ep)?;
+    let sa = bound_addr(&ep, bind.ip())?;
     Ok(format!("{}@{}", ep.id(), sa))
 }
 
@@ -144,7 +227,10 @@ async fn connection(s: &Store, addr: &EndpointAddr) -> Result<Connection> {
             return Ok(c.clone());
         }
     }
-    let ep = net.endpoint().await?;
+    let bind = fetch_bind(addr);
+    let ep = net
+        .endpoint(bind, |b| bind.ip().is_loopback() || !b.ip().is_loopback())
+        .await?;
     let c = ep
         .connect(addr.clone(), iroh_blobs::ALPN)
         .await
@@ -178,7 +264,7 @@ pub(crate) async fn fetch(
 ) -> Result<u64> {
     let (_, size) = status(&s.fs, hash).await?;
     let ranges = chunk_ranges(groups, size);
-    let mut n = get(s, &addr, GetRequest::blob_ranges(hash, ranges.clone())).await?;
+    let mut n = get_missing(s, &addr, GetRequest::blob_ranges(hash, ranges.clone())).await?;
     if size.is_none() {
         // The size was unknown, so a range past the end selected the last
         // chunk rather than the last group. Now that the size header has
@@ -186,15 +272,24 @@ pub(crate) async fn fetch(
         let (_, size) = status(&s.fs, hash).await?;
         let want = chunk_ranges(groups, size);
         if want != ranges {
-            let local =
-                s.fs.remote()
-                    .local_for_request(GetRequest::blob_ranges(hash, want))
-                    .await
-                    .map_err(|e| Error::new(E_IO, format!("local ranges: {e:#}")))?;
-            if !local.is_complete() {
-                n += get(s, &addr, local.missing()).await?;
-            }
+            n += get_missing(s, &addr, GetRequest::blob_ranges(hash, want)).await?;
         }
     }
     Ok(n)
+}
+
+/// Runs the part of req this store does not hold yet (none if it holds it
+/// all) on the connection to addr, and returns the bytes read. A fetch
+/// interrupted midway therefore resumes where it stopped: iroh-blobs keeps
+/// every group it verified.
+async fn get_missing(s: &Store, addr: &EndpointAddr, req: GetRequest) -> Result<u64> {
+    let local =
+        s.fs.remote()
+            .local_for_request(req)
+            .await
+            .map_err(|e| Error::new(E_IO, format!("local ranges: {e:#}")))?;
+    if local.is_complete() {
+        return Ok(0);
+    }
+    get(s, addr, local.missing()).await
 }
