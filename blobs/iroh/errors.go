@@ -24,6 +24,13 @@ var (
 	// (as a node does when its own copy fails verification).
 	ErrTransfer = errors.New("iroh: transfer failed")
 
+	// ErrRemote means that the remote node failed to read the blob it
+	// serves, and said so by ending the transfer with its internal-error
+	// code: iroh-blobs' provider validates all it sends, so its copy failed
+	// verification against the hash, or its store could not be read. No
+	// byte of the failed part was received.
+	ErrRemote = errors.New("iroh: the remote node failed to read the blob it serves")
+
 	// ErrTimeout means that a call ran past its time limit (its context's
 	// deadline, or the store's fetch timeout). Such errors also match
 	// context.DeadlineExceeded.
@@ -50,6 +57,7 @@ const (
 	CodeNetwork      Code = 7
 	CodeTimeout      Code = 8
 	CodePanic        Code = 9
+	CodeRemote       Code = 10
 )
 
 // An Error is a failure reported by the Rust library.
@@ -74,6 +82,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeHashMismatch
 	case ErrTransfer:
 		return e.Code == CodeNetwork
+	case ErrRemote:
+		return e.Code == CodeRemote
 	case ErrTimeout, context.DeadlineExceeded:
 		return e.Code == CodeTimeout
 	case ErrInternal:

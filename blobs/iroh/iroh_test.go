@@ -554,10 +554,20 @@ func TestRemoteCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := b.Remote(addr)
+	// B knows nothing of the blob: A's refusal reads as not found.
+	if _, err := r.Slice(ctx, id, bad, 100); !errors.Is(err, blobs.ErrNotFound) {
+		t.Fatalf("fetching a range A holds corrupted, size unknown: %v, want blobs.ErrNotFound", err)
+	}
+	// The last group, as a reader fetches it first, proves A has the blob.
+	if _, err := b.Fetch(ctx, addr, id, uint64(len(data)), 1); err != nil {
+		t.Fatal(err)
+	}
 	_, err = r.Slice(ctx, id, bad, 100)
 	var ie *Error
-	if !errors.As(err, &ie) || !(errors.Is(err, ErrTransfer) || errors.Is(err, ErrCorrupt)) {
-		t.Fatalf("fetching a range A holds corrupted: %v, want *Error matching ErrTransfer or ErrCorrupt", err)
+	// A's provider validates what it sends: it stops with its internal-error
+	// code, which B reports as ErrRemote.
+	if !errors.As(err, &ie) || !errors.Is(err, ErrRemote) {
+		t.Fatalf("fetching a range A holds corrupted: %v, want *Error matching ErrRemote", err)
 	}
 	t.Logf("fetch of a corrupted range fails: %v", err)
 	if _, err := b.Slice(ctx, id, bad, 100); err == nil {
@@ -668,6 +678,7 @@ func TestHeaderMatchesRust(t *testing.T) {
 		"INTERNAL": CodeInternal, "INVALID": CodeInvalid, "NOT_FOUND": CodeNotFound,
 		"CORRUPT": CodeCorrupt, "HASH_MISMATCH": CodeHashMismatch, "IO": CodeIO,
 		"NETWORK": CodeNetwork, "TIMEOUT": CodeTimeout, "PANIC": CodePanic,
+		"REMOTE": CodeRemote,
 	}
 	for _, src := range []struct {
 		name string

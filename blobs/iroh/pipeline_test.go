@@ -343,7 +343,7 @@ func TestRemoteCorruptObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = scan(ctx, r, 2)
-	if !errors.Is(err, ErrTransfer) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, verify.ErrVerify) {
+	if !errors.Is(err, ErrRemote) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, verify.ErrVerify) {
 		t.Fatalf("remote read of damaged data: %v, want a typed transfer or verification error", err)
 	}
 	if _, err := b.Slice(ctx, obj.StorageID, uint64(mid), 1); err == nil {

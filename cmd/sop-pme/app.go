@@ -79,7 +79,7 @@ Install: ` + installHint,
 	})
 	root.AddCommand(a.importCmd(), a.exportCmd(), a.lsCmd(), a.schemaCmd(), a.inspectCmd(),
 		a.verifyCmd(), a.checkCmd(), a.rmCmd(), a.tableCmd(), a.keysCmd(), a.demoCmd(), a.migrateCmd(), a.sqlCmd(),
-		a.versionCmd())
+		a.serveCmd(), a.fetchCmd(), a.versionCmd())
 	// --version prints what sop-pme version prints.
 	var version strings.Builder
 	readBuildInfo().write(&version)
@@ -99,6 +99,7 @@ Install: ` + installHint,
 // Under --json, the error is a JSON object on one line instead:
 // {"error": "the line", "code": the exit code}.
 func (a *app) run(ctx context.Context, args []string) int {
+	defer runAtExit()
 	root := a.root()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/blobs/iroh"
 	"github.com/sovm/sop-pme/cmd/sop-pme/internal/formats"
 	"github.com/sovm/sop-pme/keyring"
 	"github.com/sovm/sop-pme/pme"
@@ -32,7 +33,8 @@ const (
   1    failure not listed below (I/O, unreadable input to import, ...)
   2    usage: a bad flag or argument (-h prints the usage and exits 0)
   3    not found: no such object, store, input file, KEK or keyring
-  4    verification failed: the bytes do not match the storage_id
+  4    verification failed: the bytes do not match the storage_id (or the
+       node serving them over iroh found its copy does not)
   5    key: no DEK held for the object, or a KEK, KMS key or DEK that does not open it
   6    not conformant: the object's bytes verify but it breaks SOP-PME-1 (check)
   130  interrupted`
@@ -89,6 +91,12 @@ func classify(err error, subject string) (int, string) {
 		return exitInterrupted, at("interrupted")
 	case errors.Is(err, verify.ErrVerify):
 		return exitVerify, at("the bytes do not match the storage_id: the object is damaged, or is not the one asked for")
+	case errors.Is(err, iroh.ErrCorrupt):
+		return exitVerify, at("bytes from the iroh store or node do not match the storage_id")
+	case errors.Is(err, iroh.ErrRemote):
+		// iroh-blobs' provider validates all it sends: it stopped because
+		// its copy does not match the storage_id (or it could not read it).
+		return exitVerify, at("the node serving it stopped sending: its copy does not match the storage_id, or it could not read it; no byte of that range was used")
 	case errors.Is(err, verify.ErrSize):
 		return exitVerify, at("the object's size does not match its storage_id: it is damaged, or is not the one asked for")
 	case errors.Is(err, blobs.ErrNoStore):

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/blobs/s3"
@@ -17,8 +18,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// store is what the commands use of a blob store: a directory (blobs.Dir)
-// or a prefix of an S3 bucket (s3.Store). What only a directory has (its
+// store is what the commands use of a blob store: a directory (blobs.Dir),
+// a prefix of an S3 bucket (s3.Store), or, read-only, another node's objects
+// over iroh (iroh://TICKET, store_iroh.go; only in a build with the iroh
+// tag). What only a directory has (its
 // marker file, its creation, Sweep) stays with blobs.Dir.
 type store interface {
 	blobs.Store
@@ -37,7 +40,7 @@ var (
 type storeFlag struct{ value string }
 
 func addStoreFlag(cmd *cobra.Command, s *storeFlag) {
-	cmd.Flags().StringVarP(&s.value, "store", "s", "", "`directory` of the blob store, or s3://bucket/prefix?endpoint=…&region=… (default $SOP_PME_STORE)")
+	cmd.Flags().StringVarP(&s.value, "store", "s", "", "`directory` of the blob store, s3://bucket/prefix?endpoint=…&region=…, or iroh://TICKET to read another node's (default $SOP_PME_STORE)")
 }
 
 // path returns the store the flag names, a directory or a URL, checking a
@@ -89,13 +92,19 @@ var storeURLParams = []string{"endpoint", "region", "use_path_style", "s3ForcePa
 // for messages: s3://bucket/prefix, no query. Credentials in the URL are
 // refused; its errors never quote it whole.
 func checkStoreURL(raw string) (string, error) {
+	if t, ok := irohTicket(raw); ok {
+		if t == "" || strings.ContainsAny(t, "/?# ") {
+			return "", usagef("--store: want iroh://TICKET, the ticket sop-pme serve printed")
+		}
+		return irohName(t), nil
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url's errors quote the URL.
 		return "", usagef("--store: the store URL does not parse (want s3://bucket/prefix?endpoint=URL&region=REGION)")
 	}
 	if u.Scheme != "s3" {
-		return "", usagef("--store: a store URL of scheme %q: a store is a directory or an s3:// URL", u.Scheme)
+		return "", usagef("--store: a store URL of scheme %q: a store is a directory, an s3:// URL or an iroh:// ticket", u.Scheme)
 	}
 	query, hasUser := u.RawQuery, u.User != nil
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
@@ -136,6 +145,16 @@ func (s *storeFlag) open(ctx context.Context, mode storeMode) (store, error) {
 	v, err := s.path()
 	if err != nil {
 		return nil, err
+	}
+	if t, ok := irohTicket(v); ok {
+		if mode != storeRead {
+			return nil, usagef("--store %s: another node's objects are read-only here (copy them with sop-pme fetch)", s.name())
+		}
+		st, err := openIrohStore(ctx, t)
+		if err != nil {
+			return nil, s.err(err)
+		}
+		return st, nil
 	}
 	if isStoreURL(v) {
 		st, err := s3.Open(ctx, v)
@@ -208,6 +227,44 @@ func (s *storeFlag) err(err error) error {
 		return &cmdError{exitNotFound, fmt.Sprintf("%s: no store there (sop-pme import creates one)", name), err}
 	}
 	return about(name, err)
+}
+
+// irohTicket returns the ticket of an iroh://TICKET store.
+func irohTicket(v string) (string, bool) {
+	return strings.CutPrefix(v, "iroh://")
+}
+
+// irohName is an iroh:// store as messages name it: its ticket, shortened.
+func irohName(ticket string) string {
+	if len(ticket) > 24 {
+		ticket = ticket[:24] + "…"
+	}
+	return "iroh://" + ticket
+}
+
+// atExit holds what must be undone when the command ends, whatever its
+// outcome: the private iroh store of an iroh:// store. app.run runs it.
+var atExit struct {
+	sync.Mutex
+	fns []func()
+}
+
+// onExit has fn run when the command ends (last registered, first run).
+func onExit(fn func()) {
+	atExit.Lock()
+	defer atExit.Unlock()
+	atExit.fns = append(atExit.fns, fn)
+}
+
+// runAtExit runs, once, what onExit registered.
+func runAtExit() {
+	atExit.Lock()
+	fns := atExit.fns
+	atExit.fns = nil
+	atExit.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
 }
 
 // redactSecrets replaces, in a message, the AWS credentials of the

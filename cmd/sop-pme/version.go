@@ -9,11 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// irohBuilt says whether this build reads and writes iroh-blobs stores
-// (package blobs/iroh, build tag iroh). No build of the command does yet:
-// its store is the directory store.
-const irohBuilt = false
-
 // buildInfo is what sop-pme version says: the build as the Go toolchain
 // recorded it (runtime/debug.ReadBuildInfo), and the optional parts it has.
 type buildInfo struct {
@@ -111,9 +106,9 @@ func (b buildInfo) write(w io.Writer) {
 		fmt.Fprintf(w, "  sql       no (build with: %s)\n", sqlInstallHint)
 	}
 	if b.Iroh {
-		fmt.Fprintln(w, "  iroh      yes")
+		fmt.Fprintln(w, "  iroh      yes (serve, fetch, iroh:// stores)")
 	} else {
-		fmt.Fprintln(w, "  iroh      no (no build of the command has an iroh-blobs store yet)")
+		fmt.Fprintf(w, "  iroh      no (build with: %s)\n", irohInstallHint)
 	}
 }
 
@@ -127,7 +122,7 @@ func (a *app) versionCmd() *cobra.Command {
 build information): the module version, the VCS revision it was built from
 (and whether the work tree had changes), the Go version and platform, the
 build tags, and whether this build has the sql command (DuckDB, -tags duckdb)
-and an iroh-blobs store. sop-pme --version prints the same.`,
+and iroh (serve, fetch, iroh:// stores; -tags iroh). sop-pme --version prints the same.`,
 		Args: exactArgs(0, "no argument"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			b := readBuildInfo()

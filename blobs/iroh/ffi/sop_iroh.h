@@ -50,6 +50,8 @@ extern "C" {
 #define SOP_IROH_E_NETWORK 7       /* connection or transfer failure */
 #define SOP_IROH_E_TIMEOUT 8       /* the call's time limit passed */
 #define SOP_IROH_E_PANIC 9         /* a panic was caught */
+#define SOP_IROH_E_REMOTE 10       /* the remote failed to read the blob it serves:
+                                    * its copy does not verify, or its store failed */
 
 typedef struct SopIrohStore SopIrohStore;
 typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
@@ -57,7 +59,7 @@ typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
 /* Link-time version check: returns SOP_IROH_ABI_VERSION. Version 2 added the
  * streaming export (sop_iroh_export_open/read/close) and made
  * sop_iroh_store_close cancel open exports. Version 3 gave sop_iroh_serve a
- * binding address, added sop_iroh_ticket, made sop_iroh_fetch take tickets
+ * binding address, added sop_iroh_ticket and SOP_IROH_E_REMOTE, made sop_iroh_fetch take tickets
  * and peers off loopback, and fetch only the groups the store lacks. */
 uint32_t sop_iroh_abi_v3(void);
 

@@ -11,7 +11,7 @@ use iroh_blobs::get::{
     GetError,
 };
 
-use crate::{E_CORRUPT, E_IO, E_NETWORK, E_NOT_FOUND, E_PANIC, OK};
+use crate::{E_CORRUPT, E_IO, E_NETWORK, E_NOT_FOUND, E_PANIC, E_REMOTE, OK};
 
 /// A failure: one of the result codes of `sop_iroh.h`, and a message for the
 /// caller.
@@ -104,6 +104,15 @@ pub(crate) fn map_encode_error(e: &bao_tree::io::EncodeError) -> Error {
 /// verification is SOP_IROH_E_CORRUPT, a failing connection
 /// SOP_IROH_E_NETWORK.
 pub(crate) fn map_get_error(e: GetError) -> Error {
+    // iroh-blobs' provider resets the stream with ERR_INTERNAL when its own
+    // export of the blob fails: its copy failed verification against the
+    // hash (it validates all it sends), or its store could not be read.
+    if e.iroh_error_code() == Some(iroh_blobs::protocol::ERR_INTERNAL) {
+        return Error::new(
+            E_REMOTE,
+            format!("the remote node failed to read the blob it serves (its copy does not verify against the hash, or its store failed): {e}"),
+        );
+    }
     match &e {
         GetError::AtBlobHeaderNext {
             source: AtBlobHeaderNextError::NotFound { .. },

@@ -61,6 +61,7 @@ const E_IO: i32 = 6;
 const E_NETWORK: i32 = 7;
 const E_TIMEOUT: i32 = 8;
 const E_PANIC: i32 = 9;
+const E_REMOTE: i32 = 10;
 
 /// An open store (sop_iroh_store_open): an iroh-blobs FsStore, and the
 /// endpoint once the store serves or fetches.

@@ -22,7 +22,7 @@ use crate::{
     errors::{map_get_error, Error, Result},
     export::chunk_ranges,
     store::{status, Store},
-    E_INTERNAL, E_INVALID, E_IO, E_NETWORK,
+    E_INTERNAL, E_INVALID, E_IO, E_NETWORK, E_NOT_FOUND, E_REMOTE,
 };
 
 /// A store's network side: its endpoint, bound by the first serve or
@@ -256,7 +256,30 @@ async fn get(s: &Store, addr: &EndpointAddr, req: GetRequest) -> Result<u64> {
 }
 
 /// Fetches the chunk groups of hash in groups from addr, as sop_iroh_fetch.
+///
+/// The provider ends a request with its internal-error code both when it
+/// does not have the blob and when its copy fails verification (or its
+/// store fails), so a remote failure (E_REMOTE) is told apart here: if this
+/// store already knew the blob's size, proven by a verified last group the
+/// peer sent, the peer has the blob and failed to read it (E_REMOTE); if
+/// not, it is reported as not found (E_NOT_FOUND).
 pub(crate) async fn fetch(
+    s: &Store,
+    addr: EndpointAddr,
+    hash: Hash,
+    groups: &[(u64, u64)],
+) -> Result<u64> {
+    let (_, known) = status(&s.fs, hash).await?;
+    match fetch_groups(s, addr, hash, groups).await {
+        Err(e) if e.code == E_REMOTE && known.is_none() => Err(Error::new(
+            E_NOT_FOUND,
+            format!("the remote node does not serve the blob: {}", e.msg),
+        )),
+        r => r,
+    }
+}
+
+async fn fetch_groups(
     s: &Store,
     addr: EndpointAddr,
     hash: Hash,

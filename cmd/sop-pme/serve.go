@@ -1,0 +1,122 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// irohInstallHint is how to get a build with serve, fetch and iroh://.
+const irohInstallHint = "make iroh-lib, then go build -C cmd/sop-pme -tags iroh (make cli-iroh tests it)"
+
+// errNoIroh is what serve, fetch and an iroh:// store return in a build
+// without the iroh tag (store_iroh_off.go).
+var errNoIroh = &cmdError{exitFailure, "this sop-pme was built without iroh (serve, fetch, iroh:// stores); build with: " + irohInstallHint, nil}
+
+// irohHelp is what serve -h and fetch -h say of what a ticket gives away.
+const irohHelp = `What a ticket gives: whoever holds it (and can reach the address in it) can
+fetch every object the node serves, by storage_id, and nothing else. The
+objects are ciphertext and a storage_id is not a secret from a ticket's
+holder, but the objects' sizes and how many there are are visible to them
+(as they are to anyone who can read the store). There is no allow-list of
+objects or tables: iroh-blobs 0.104 offers no cheap per-request check here,
+so serve a store that holds only what may be shared. A reader still needs
+the DEKs (a keyring that holds them) to decrypt anything.
+
+Relays and discovery are not offered: they would publish the node's
+addresses to, and route its traffic through, public servers of n0. A
+reader reaches the node only at the addresses the ticket names; over the
+network, bind an address that reader can dial (--bind).`
+
+// serveFlags are the flags of the serve command.
+type serveFlags struct {
+	store   storeFlag
+	bind    string
+	irohDir string
+	rescan  time.Duration
+}
+
+// serveCmd is sop-pme serve: an iroh node serving the store's objects
+// (store_iroh.go; errNoIroh without the iroh tag).
+func (a *app) serveCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the store's objects to other nodes over iroh, verified range by range",
+		Long: `Serve runs an iroh node that serves the objects of a directory store over the
+iroh-blobs protocol, prints its ticket (an iroh endpoint ticket: the node's
+id and addresses) on stdout, and runs until interrupted (Ctrl-C, SIGTERM).
+Another node reads the objects with --store iroh://TICKET (export, verify,
+check, schema, inspect, sql), or copies them with sop-pme fetch. A reader
+asks only for the 16 KiB groups it needs and verifies each against the
+storage_id as it arrives.
+
+The node keeps its own iroh-blobs store (--iroh-dir; by default under the
+user cache directory, one per store), into which it copies the store's
+objects at start, each read verified from the store and checked against its
+storage_id, and then every --rescan for the objects imported since. An
+object removed from the store stays served until the iroh directory is
+removed. Serving needs the disk space of the objects twice.
+
+The node binds 127.0.0.1 and an ephemeral port unless --bind names an
+address: over a network, the address other nodes dial (not 0.0.0.0), which
+the ticket then carries. Anyone who can reach that address and holds the
+ticket can fetch from it.
+
+` + irohHelp,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return a.runServe(cmd, &f)
+		}),
+	}
+	addStoreFlag(cmd, &f.store)
+	cmd.Flags().StringVar(&f.bind, "bind", "", "`IP:PORT` to serve on, the address other nodes dial (default 127.0.0.1 and an ephemeral port)")
+	cmd.Flags().StringVar(&f.irohDir, "iroh-dir", "", "`directory` of the node's iroh-blobs store (default: under the user cache directory, one per store)")
+	cmd.Flags().DurationVar(&f.rescan, "rescan", 10*time.Second, "how often to look for objects imported since (0: never)")
+	return cmd
+}
+
+// fetchFlags are the flags of the fetch command.
+type fetchFlags struct {
+	store storeFlag
+	from  string
+	cache string
+}
+
+// fetchCmd is sop-pme fetch: copies objects from a serving node into the
+// local store (store_iroh.go; errNoIroh without the iroh tag).
+func (a *app) fetchCmd() *cobra.Command {
+	var f fetchFlags
+	cmd := &cobra.Command{
+		Use:   "fetch ID... --from TICKET",
+		Short: "Copy objects from another node (sop-pme serve) into the store, verified",
+		Long: `Fetch copies the objects named by storage_id (whole ones: another node's
+objects cannot be listed, so a prefix is refused) from the node whose ticket
+--from gives (what sop-pme serve printed; an iroh blob ticket, as sendme
+prints, works too: its address is used, not its hash) into the store.
+
+Every 16 KiB group is verified against the storage_id as it arrives and
+kept in a cache (--cache; by default under the user cache directory), so a
+fetch that is interrupted resumes where it stopped when run again. An object
+enters the store only once all of it arrived, read back verified from the
+cache: a store never holds part of an object. An object the store already
+holds is not fetched again. The cache keeps what it fetched; remove the
+directory to reclaim the space (only one sop-pme fetch can use a cache at a
+time).
+
+` + irohHelp,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("fetch takes one or more storage_ids (see %s -h)", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return a.runFetch(cmd, &f, args)
+		}),
+	}
+	addStoreFlag(cmd, &f.store)
+	cmd.Flags().StringVar(&f.from, "from", "", "`TICKET` of the node to fetch from (what sop-pme serve printed)")
+	cmd.Flags().StringVar(&f.cache, "cache", "", "`directory` of the fetch cache (default: under the user cache directory)")
+	return cmd
+}

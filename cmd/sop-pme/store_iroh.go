@@ -1,0 +1,356 @@
+//go:build iroh
+
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/blobs/iroh"
+	"github.com/sovm/sop-pme/storageid"
+	"github.com/sovm/sop-pme/verify"
+	"github.com/spf13/cobra"
+)
+
+// irohBuilt says whether this build has serve, fetch and iroh:// stores.
+const irohBuilt = true
+
+// errRemoteReadOnly is what writing to, listing or deleting from an
+// iroh:// store gives.
+var errRemoteReadOnly = errors.New("another node's objects can be read by storage_id, not listed, written or deleted")
+
+// irohStore is an iroh://TICKET store: another node's objects, read-only.
+// Each Slice fetches the groups of the range from the node into a private
+// iroh-blobs store (verified as they arrive, by iroh-blobs' get protocol)
+// and hands out their BAO slice from there, which the reader verifies again
+// (package verify) before it uses a byte. The private store is a temporary
+// directory removed when the command ends (onExit): a command reads what it
+// needs and keeps nothing. A process killed with SIGKILL leaves it behind,
+// in the system's temporary directory (sop-pme-iroh-*).
+type irohStore struct {
+	local  *iroh.Store
+	remote *iroh.Remote
+}
+
+var _ store = (*irohStore)(nil)
+
+// openIrohStore opens the objects of the node the ticket names.
+func openIrohStore(ctx context.Context, ticket string) (store, error) {
+	if _, err := iroh.Ticket(ticket); err != nil {
+		return nil, usagef("iroh://: not a ticket sop-pme serve printed (%s)", clean(err))
+	}
+	dir, err := os.MkdirTemp("", "sop-pme-iroh-")
+	if err != nil {
+		return nil, err
+	}
+	local, err := iroh.Open(ctx, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	onExit(func() {
+		local.Close()
+		os.RemoveAll(dir)
+	})
+	return &irohStore{local: local, remote: local.Remote(ticket)}, nil
+}
+
+func (s *irohStore) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error) {
+	return s.remote.Slice(ctx, id, off, n)
+}
+
+func (s *irohStore) Create(context.Context) (blobs.Pending, error) {
+	return nil, errRemoteReadOnly
+}
+
+func (s *irohStore) List(context.Context) iter.Seq2[blobs.Blob, error] {
+	return func(yield func(blobs.Blob, error) bool) {
+		yield(blobs.Blob{}, &cmdError{exitUsage, "an iroh:// store cannot be listed: name its objects by whole storage_id", errRemoteReadOnly})
+	}
+}
+
+func (s *irohStore) Delete(context.Context, storageid.ID) error { return errRemoteReadOnly }
+
+// BytesReceived is what the store read from the network so far.
+func (s *irohStore) BytesReceived() uint64 { return s.remote.BytesReceived() }
+
+// cacheDir returns flag, or the directory name under the user cache
+// directory's sop-pme/sub (kind says what it is for, in the error).
+func cacheDir(flag, sub, name string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	c, err := os.UserCacheDir()
+	if err != nil {
+		return "", usagef("no user cache directory (%v): give the %s directory", err, sub)
+	}
+	return filepath.Join(c, "sop-pme", sub, name), nil
+}
+
+// openCache opens the iroh-blobs store in dir, saying so if another process
+// has it.
+func openCache(ctx context.Context, dir string, opts ...iroh.Option) (*iroh.Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, about(dir, err)
+	}
+	st, err := iroh.Open(ctx, dir, opts...)
+	if err != nil {
+		return nil, &cmdError{exitFailure, fmt.Sprintf("%s: cannot open the iroh store there (is another sop-pme using it?): %s", dir, clean(err)), err}
+	}
+	return st, nil
+}
+
+// runServe is sop-pme serve.
+func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
+	ctx := cmd.Context()
+	if f.rescan < 0 {
+		return usagef("--rescan %v: want 0 or more", f.rescan)
+	}
+	v, err := f.store.path()
+	if err != nil {
+		return err
+	}
+	if _, ok := irohTicket(v); ok {
+		return usagef("serve serves a directory or an s3:// store, not another node's")
+	}
+	src, err := f.store.openReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	key := v
+	if !isStoreURL(v) {
+		if abs, err := filepath.Abs(v); err == nil {
+			key = abs
+		}
+	}
+	sum := sha256.Sum256([]byte(key))
+	dir, err := cacheDir(f.irohDir, "serve", hex.EncodeToString(sum[:8]))
+	if err != nil {
+		return err
+	}
+	node, err := openCache(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	n, err := a.syncServed(ctx, src, node, f.store.name())
+	if err != nil {
+		return err
+	}
+	addr, err := node.ServeOn(ctx, f.bind)
+	if err != nil {
+		if isIrohCode(err, iroh.CodeInvalid) {
+			return usagef("--bind %s: %s", f.bind, clean(err))
+		}
+		return err
+	}
+	ticket, err := iroh.Ticket(addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, ticket)
+	if !a.quiet {
+		fmt.Fprintf(a.stderr, "sop-pme: serving %d objects of %s at %s (iroh store %s); whoever holds the ticket can fetch any of them by storage_id; Ctrl-C stops\n", n, f.store.name(), addr, dir)
+	}
+	var tick <-chan time.Time
+	if f.rescan > 0 {
+		t := time.NewTicker(f.rescan)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+			if m, err := a.syncServed(ctx, src, node, f.store.name()); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(a.stderr, "sop-pme: warning: looking for new objects: %s\n", clean(err))
+			} else if m > n && !a.quiet {
+				fmt.Fprintf(a.stderr, "sop-pme: serving %d objects\n", m)
+				n = m
+			}
+		}
+	}
+}
+
+func isIrohCode(err error, c iroh.Code) bool {
+	var ie *iroh.Error
+	return errors.As(err, &ie) && ie.Code == c
+}
+
+// syncServed copies into the node's iroh store each object of src it does
+// not hold yet, read verified from src (verify.Reader: each range checked
+// against the storage_id before it is written) and committed by the iroh
+// store only if the hash iroh-blobs computes is the storage_id. It returns
+// how many objects the node serves. An object that does not verify is
+// skipped with a warning, and not served.
+func (a *app) syncServed(ctx context.Context, src store, node *iroh.Store, name string) (int, error) {
+	n := 0
+	for b, err := range src.List(ctx) {
+		if err != nil {
+			return n, err
+		}
+		if _, err := node.Size(ctx, b.ID); err == nil {
+			n++
+			continue
+		}
+		if err := copyVerified(ctx, src, b.ID, node); err != nil {
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			fmt.Fprintf(a.stderr, "sop-pme: warning: %s: not served: %s\n", b.ID, clean(err))
+			continue
+		}
+		n++
+	}
+	return n, nil
+}
+
+// copyBuf is the size of the verified reads copyVerified makes: a range of
+// more than 1 MiB is streamed by the iroh store, and verified in one pass.
+const copyBuf = 4 << 20
+
+// copyVerified copies object id from src into dst: every range read through
+// verify.Reader, so only verified bytes are written, and committed by dst
+// (atomically: a store never shows part of an object) only if what dst
+// computed is id.
+func copyVerified(ctx context.Context, src verify.Source, id storageid.ID, dst blobs.Store) error {
+	vr, err := verify.NewReader(ctx, src, id)
+	if err != nil {
+		return err
+	}
+	p, err := dst.Create(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.Abort()
+	buf := make([]byte, copyBuf)
+	for off := int64(0); off < vr.Size(); {
+		k := min(int64(len(buf)), vr.Size()-off)
+		if _, err := vr.ReadAtContext(ctx, buf[:k], off); err != nil {
+			return err
+		}
+		if _, err := p.Write(buf[:k]); err != nil {
+			return err
+		}
+		off += k
+	}
+	got, err := p.Commit(ctx)
+	if err != nil {
+		return err
+	}
+	if got != id {
+		return fmt.Errorf("the copy's storage_id is %s: %w", got, verify.ErrVerify)
+	}
+	return nil
+}
+
+// fetchChunk is the range of one fetch call: its progress is kept as it
+// arrives, and an interruption is seen between calls.
+const fetchChunk = 64 << 20
+
+// fetchTimeout bounds one fetch call of fetchChunk bytes.
+const fetchTimeout = 10 * time.Minute
+
+// runFetch is sop-pme fetch.
+func (a *app) runFetch(cmd *cobra.Command, f *fetchFlags, args []string) error {
+	ctx := cmd.Context()
+	if f.from == "" {
+		return usagef("fetch needs --from TICKET (what sop-pme serve printed)")
+	}
+	from := f.from
+	if t, ok := irohTicket(from); ok {
+		from = t
+	}
+	if _, err := iroh.Ticket(from); err != nil {
+		return usagef("--from: not a ticket sop-pme serve printed (%s)", clean(err))
+	}
+	idArgs, err := parseIDArgs(args)
+	if err != nil {
+		return err
+	}
+	for _, ia := range idArgs {
+		if ia.prefix != "" {
+			return usagef("%s: fetch needs a whole storage_id (another node's objects cannot be listed)", ia.text)
+		}
+	}
+	if v, err := f.store.path(); err != nil {
+		return err
+	} else if _, ok := irohTicket(v); ok {
+		return usagef("fetch copies into a directory or s3:// store, not into another node's")
+	}
+	st, undo, err := f.store.create(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := cacheDir(f.cache, "fetch", "iroh")
+	if err != nil {
+		undo()
+		return err
+	}
+	cache, err := openCache(ctx, dir, iroh.WithFetchTimeout(fetchTimeout))
+	if err != nil {
+		undo()
+		return err
+	}
+	defer cache.Close()
+	fetched := 0
+	for _, ia := range idArgs {
+		id := ia.id
+		if _, err := verify.NewReader(ctx, st, id); err == nil {
+			if !a.quiet {
+				fmt.Fprintf(a.stderr, "sop-pme: %s: already in %s\n", id, f.store.name())
+			}
+			continue
+		}
+		if err := a.fetchOne(ctx, cache, from, id, st); err != nil {
+			if fetched == 0 {
+				undo()
+			}
+			return about(id.String(), err)
+		}
+		fetched++
+		fmt.Fprintln(a.stdout, id)
+	}
+	return nil
+}
+
+// fetchOne fetches object id from the node into the cache, all of it, then
+// copies it verified into st.
+func (a *app) fetchOne(ctx context.Context, cache *iroh.Store, from string, id storageid.ID, st store) error {
+	// The last group first: it proves the size.
+	got, err := cache.Fetch(ctx, from, id, 1<<62, 1)
+	if err != nil {
+		return err
+	}
+	size, err := cache.Size(ctx, id)
+	if err != nil {
+		return err
+	}
+	m := a.newMeter("fetch "+id.String()[:12], int64(size))
+	m.add(int(got))
+	for off := uint64(0); off < size; off += fetchChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := cache.Fetch(ctx, from, id, off, min(fetchChunk, size-off))
+		m.add(int(n))
+		if err != nil {
+			return err
+		}
+	}
+	if err := copyVerified(ctx, cache, id, st); err != nil {
+		return err
+	}
+	m.done("fetched %s (%d bytes) into the store", id, size)
+	return nil
+}
