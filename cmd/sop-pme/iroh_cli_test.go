@@ -1,0 +1,244 @@
+//go:build iroh
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests of serve, fetch and iroh:// stores: two nodes on 127.0.0.1,
+// each a user of its own (configuration directory, store, keyring), running
+// the command built with the iroh tag (make cli-iroh).
+var irohBinary = builder("sop-pme-iroh", "iroh")
+
+// server is a running sop-pme serve.
+type server struct {
+	ticket string
+	stop   func() // stops it (SIGTERM) and checks it exited 0
+}
+
+// serve starts sop-pme serve of e's store with its iroh store in irohDir,
+// waits for its ticket and returns it; the test's cleanup stops it.
+func serve(t *testing.T, e *env, irohDir string, flags ...string) *server {
+	t.Helper()
+	args := append([]string{"serve", "--iroh-dir", irohDir}, flags...)
+	cmd := exec.Command(e.binary(), args...)
+	cmd.Env = append(slices.Clone(e.vars), "SOP_PME_STORE="+e.store)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		for sc.Scan() {
+		}
+		done <- cmd.Wait()
+	}()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve stopped by SIGTERM: %v\n%s", err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("serve did not stop within 20 s of SIGTERM\n%s", stderr.String())
+		}
+	}
+	t.Cleanup(stop)
+	select {
+	case line, ok := <-lines:
+		if !ok || !strings.HasPrefix(line, "endpoint") {
+			stop()
+			t.Fatalf("serve printed %q, not a ticket\n%s", line, stderr.String())
+		}
+		return &server{ticket: line, stop: stop}
+	case <-time.After(60 * time.Second):
+		stop()
+		t.Fatalf("serve printed no ticket within 60 s\n%s", stderr.String())
+	}
+	return nil
+}
+
+// copyKeys gives b a copy of a's KEK and keyring (b can then read every
+// object a had when it was copied).
+func copyKeys(t *testing.T, a, b *env) {
+	t.Helper()
+	for _, p := range [][2]string{{a.kekPath(), b.kekPath()}, {a.ringPath(), b.ringPath()}} {
+		data, err := os.ReadFile(p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(p[1]), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p[1], data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// bigCSV writes a CSV of n rows (id, v), whose object spans several 16 KiB
+// groups, so that iroh-blobs keeps it in a file of its own.
+func bigCSV(t *testing.T, dir, name string, first, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	for i := first; i < first+n; i++ {
+		fmt.Fprintf(&b, "%d,value-%x\n", i, sha256.Sum256([]byte(fmt.Sprint(i))))
+	}
+	return writeText(t, dir, name, b.String())
+}
+
+// damageIroh flips a byte in every 16 KiB group but the last of object id
+// in the iroh-blobs store under irohDir: the node's copy no longer matches
+// the storage_id wherever a reader looks, while its size (the last group)
+// still proves.
+func damageIroh(t *testing.T, irohDir, id string) {
+	t.Helper()
+	p := filepath.Join(irohDir, "iroh", "data", id+".data")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("the served object's file: %v", err)
+	}
+	const group = 16 << 10
+	last := (len(b) - 1) / group * group
+	for off := 100; off < last; off += group {
+		b[off] ^= 0x40
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIrohUntaggedBuild is in iroh_off_test.go: the build without the tag
+// says what it lacks.
+
+// TestIrohTwoNodes: node A imports a table and serves its store; node B,
+// with A's keys, reads A's objects through iroh:// with every reading
+// command, gets the same rows as A reads locally, copies objects with fetch
+// (verified, whole, and resumed from its cache), cannot decrypt an object
+// it holds no DEK for (exit 5), and fails with exit 4 when A's copy is
+// damaged.
+func TestIrohTwoNodes(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	a.bin, b.bin = irohBinary(t), irohBinary(t)
+	dir := t.TempDir()
+	res := a.importTable("orders", []string{bigCSV(t, dir, "a.csv", 0, 3000), bigCSV(t, dir, "b.csv", 3000, 3000)})
+	id0, id1 := res[0].StorageID, res[1].StorageID
+	if res[1].Size < 3*16<<10 {
+		t.Fatalf("object of %d bytes: too small for the test", res[1].Size)
+	}
+	copyKeys(t, a, b)
+	irohA := filepath.Join(t.TempDir(), "iroh-a")
+	srv := serve(t, a, irohA, "--rescan", "200ms")
+	b.store = "iroh://" + srv.ticket
+
+	// Every reading command, over iroh, as A reads locally.
+	want := a.ok("export", id0, "--format", "csv").stdout
+	if got := b.ok("export", id0, "--format", "csv").stdout; got != want {
+		t.Fatalf("B's export over iroh differs from A's local one:\n%.200s\nwant\n%.200s", got, want)
+	}
+	if got, w := b.ok("export", id1, "--format", "csv", "--fields", "id").stdout, a.ok("export", id1, "--format", "csv", "--fields", "id").stdout; got != w {
+		t.Fatal("B's projection over iroh differs from A's")
+	}
+	for _, c := range [][]string{{"verify", id0, id1}, {"check", id0}, {"schema", id0}, {"inspect", id1}} {
+		b.ok(c...)
+	}
+	b.fails(exitUsage, []string{"cannot be listed"}, "verify", "--all")
+	b.fails(exitUsage, []string{"read-only"}, "import", "--assign-field-ids", filepath.Join(dir, "a.csv"))
+	b.fails(exitNotFound, []string{"ffff"}, "verify", strings.Repeat("ff", 32))
+
+	// fetch: whole objects, verified, into B's own store.
+	local := filepath.Join(t.TempDir(), "store-b")
+	cache := filepath.Join(t.TempDir(), "cache-b")
+	r := b.run(nil, "fetch", id0, id1, "--from", srv.ticket, "--store", local, "--cache", cache)
+	if r.code != 0 || r.stdout != id0+"\n"+id1+"\n" {
+		t.Fatalf("fetch: %s", r)
+	}
+	for _, id := range []string{id0, id1} {
+		x, err := os.ReadFile(filepath.Join(a.store, id+".data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(filepath.Join(local, id+".data"))
+		if err != nil || !bytes.Equal(x, y) {
+			t.Fatalf("fetched %s differs from A's (%v)", id, err)
+		}
+	}
+	if r := b.run([]string{"SOP_PME_STORE=" + local}, "verify", "--all"); r.code != 0 {
+		t.Fatalf("verify --all of B's store: %s", r)
+	}
+	if r := b.run(nil, "fetch", id0, "--from", srv.ticket, "--store", local, "--cache", cache); r.code != 0 || !strings.Contains(r.stderr, "already in") {
+		t.Fatalf("a second fetch of an object the store holds: %s", r)
+	}
+	b.fails(exitUsage, []string{"whole storage_id"}, "fetch", id0[:12], "--from", srv.ticket, "--store", local)
+
+	// An object imported after B's keys were copied: served (rescan), its
+	// bytes verify, but B holds no DEK for it.
+	id2 := a.importJSON(bigCSV(t, dir, "c.csv", 6000, 1000), "--assign-field-ids").StorageID
+	deadline := time.Now().Add(20 * time.Second)
+	for b.sop("verify", id2).code != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not pick up a new object within 20 s: %s", b.sop("verify", id2))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.fails(exitKey, []string{"no DEK"}, "export", id2, "--format", "csv")
+
+	// A lying node: A's copy of id1 damaged under its iroh directory. B
+	// fails with exit 4 and prints no row of it.
+	srv.stop()
+	damageIroh(t, irohA, id1)
+	srv = serve(t, a, irohA, "--rescan", "0")
+	b.store = "iroh://" + srv.ticket
+	r = b.fails(exitVerify, []string{id1, "does not match the storage_id"}, "export", id1, "--format", "csv")
+	if strings.Contains(r.stdout, "value-") {
+		t.Errorf("rows of the damaged object printed:\n%.300s", r.stdout)
+	}
+	b.fails(exitVerify, []string{id1}, "verify", id1)
+	r = b.run(nil, "fetch", id1, "--from", srv.ticket, "--store", filepath.Join(t.TempDir(), "s"), "--cache", filepath.Join(t.TempDir(), "c"))
+	if r.code != exitVerify {
+		t.Errorf("fetch from a lying node: %s, want exit %d", r, exitVerify)
+	}
+	// An undamaged object of the same node still reads.
+	b.ok("verify", id0)
+
+	// Resumed from the cache: with A gone, a fetch of objects the cache
+	// holds whole needs no network.
+	srv.stop()
+	other := filepath.Join(t.TempDir(), "store-b2")
+	r = b.run(nil, "fetch", id0, id1, "--from", srv.ticket, "--store", other, "--cache", cache)
+	if r.code != 0 {
+		t.Fatalf("fetch from the cache with the node gone: %s", r)
+	}
+}
