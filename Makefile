@@ -21,7 +21,7 @@ export GOWORK := off
 export GOTOOLCHAIN ?= auto
 
 .DEFAULT_GOAL := test
-.PHONY: demo test vet lint staticcheck vulncheck unit purego interop sql cli s3 servers bench bench-seal fuzz corpus
+.PHONY: demo test vet lint staticcheck vulncheck unit purego interop sql cli cli-iroh s3 servers bench bench-seal bench-iroh-cli fuzz corpus
 
 # Writes a sample table into ./demo-store and prints its storage_id, size,
 # unpadded size and key_ref (never the DEK), then reads it back. Its KEK and
@@ -34,9 +34,9 @@ demo:
 # go vet, staticcheck and govulncheck, the unit tests with -race (fuzz
 # targets run their seed corpora), the pure-Go build, DuckDB interop, SQL
 # through the verified reader (both in the duckdb module), the command line,
-# the S3 store (module blobs/s3, against versitygw) and the iroh-blobs
-# binding.
-test: vet lint unit purego interop sql cli s3 test-iroh
+# the S3 store (module blobs/s3, against versitygw), the iroh-blobs
+# binding, and the command line's iroh parts (serve, fetch, iroh://).
+test: vet lint unit purego interop sql cli s3 test-iroh cli-iroh
 
 vet:
 	$(GO) vet ./...
@@ -74,7 +74,7 @@ staticcheck: $(STATICCHECK)
 	printf 'lib:\niroh: -tags=iroh\n' | $(STATICCHECK) -matrix ./...
 	cd duckdb && $(STATICCHECK) ./...
 	cd blobs/s3 && $(STATICCHECK) ./...
-	cd cmd/sop-pme && printf 'pure: CGO_ENABLED=0\nduckdb: -tags=duckdb\n' | $(STATICCHECK) -matrix ./...
+	cd cmd/sop-pme && printf 'pure: CGO_ENABLED=0\nduckdb: -tags=duckdb\niroh: -tags=iroh,duckdb\n' | $(STATICCHECK) -matrix ./...
 
 # govulncheck fails on a vulnerability our code reaches (not on one in a
 # package or module it only requires). Each module once, with its build
@@ -85,7 +85,7 @@ vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json
 	$(GOVULNCHECK) -db file://$(VULNDB) -tags iroh ./...
 	cd duckdb && $(GOVULNCHECK) -db file://$(VULNDB) ./...
 	cd blobs/s3 && $(GOVULNCHECK) -db file://$(VULNDB) ./...
-	cd cmd/sop-pme && $(GOVULNCHECK) -db file://$(VULNDB) -tags duckdb ./...
+	cd cmd/sop-pme && $(GOVULNCHECK) -db file://$(VULNDB) -tags iroh,duckdb ./...
 
 $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -141,6 +141,19 @@ cli:
 	cd cmd/sop-pme && $(GO) vet -tags duckdb ./...
 	cd cmd/sop-pme && $(GO) test -tags duckdb -count=1 -run '^TestSQL' ./...
 	cd cmd/sop-pme && $(GO) test -tags duckdb -count=1 ./internal/sqlout/...
+
+# The command line's iroh parts (build tag iroh: serve, fetch, iroh://
+# stores), linked with the Rust library (iroh-lib): two nodes on 127.0.0.1
+# (TestIroh*), sendme 0.37.1 as an independent peer (TestIrohSendme, in a
+# network namespace with only loopback; .ci/install-sendme builds it once
+# into $(TOOLCACHE)/bin; without it the test skips, except under CI=true),
+# and sql over another node's table with DuckDB (-tags 'iroh duckdb').
+# -count=1: the go command does not hash the static library.
+SENDME ?= $(TOOLCACHE)/bin/sendme-0.37.1/bin/sendme
+cli-iroh: iroh-lib
+	cd cmd/sop-pme && $(GO) vet -tags iroh ./...
+	cd cmd/sop-pme && SOP_PME_SENDME=$(SENDME) $(GO) test -count=1 -tags iroh -run '^TestIroh' .
+	cd cmd/sop-pme && $(GO) test -count=1 -tags 'iroh duckdb' -run '^TestIrohSQL' .
 
 # The S3 store, a module of its own (the AWS SDK), tested against a real
 # S3 server: versitygw, which each test starts on 127.0.0.1 with a posix
