@@ -155,6 +155,16 @@ cli-iroh: iroh-lib
 	cd cmd/sop-pme && SOP_PME_SENDME=$(SENDME) $(GO) test -count=1 -tags iroh -run '^TestIroh' .
 	cd cmd/sop-pme && $(GO) test -count=1 -tags 'iroh duckdb' -run '^TestIrohSQL' .
 
+# The figures of serving and fetching over iroh, on 127.0.0.1 (not part of
+# make test): a one-column projection of a ~100 MB object from a serving
+# node against the same from the local store (time; bytes received, at most
+# 1.1 times the bytes the local read verifies), and sop-pme fetch of a
+# 1 GiB object against cp of its file (cmd/sop-pme/iroh_bench_test.go;
+# SOP_PME_BENCH_MB and SOP_PME_BENCH_FETCH_MB change the sizes). Needs
+# about 5 GB in the temporary directory.
+bench-iroh-cli: iroh-lib
+	cd cmd/sop-pme && $(GO) test -count=1 -tags iroh -run '^$$' -bench '^BenchmarkIroh' -benchtime 3x -timeout 60m .
+
 # The S3 store, a module of its own (the AWS SDK), tested against a real
 # S3 server: versitygw, which each test starts on 127.0.0.1 with a posix
 # directory of its own. make servers (.ci/install-servers) builds it once

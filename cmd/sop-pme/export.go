@@ -123,8 +123,13 @@ Every object is read through verified ranges, as one is.
 				return err
 			}
 			stats := r.Stats()
-			m.done("exported %d rows of %s to %s (%s fetched, %s verified, %d modules opened)", rows, id, dest,
-				mb(stats.BytesFetched), mb(stats.BytesVerified), stats.ModulesOpened)
+			// From another node (iroh://), what crossed the network too.
+			recv := ""
+			if rs, ok := objs.st.(interface{ BytesReceived() uint64 }); ok {
+				recv = fmt.Sprintf(", %d bytes received from the node", rs.BytesReceived())
+			}
+			m.done("exported %d rows of %s to %s (%s fetched, %s verified, %d modules opened%s)", rows, id, dest,
+				mb(stats.BytesFetched), mb(stats.BytesVerified), stats.ModulesOpened, recv)
 			return nil
 		})),
 	}
