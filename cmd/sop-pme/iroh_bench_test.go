@@ -257,23 +257,36 @@ func BenchmarkIrohFetch(b *testing.B) {
 	ticket := a.serve(filepath.Join(b.TempDir(), "iroh"))
 	b.Logf("object %s of %d bytes; serve ready in %v (copied into its iroh store)", id, size, time.Since(start).Round(time.Millisecond))
 	src := filepath.Join(a.store, id.String()+".data")
-	var tf, tc time.Duration
+	var tf, tc, ts time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
-		_, _, el := r.run("fetch", id.String(), "--from", ticket, "--store", filepath.Join(dir, "store"), "--cache", filepath.Join(dir, "cache"))
+		_, er, el := r.run("fetch", id.String(), "--from", ticket, "--store", filepath.Join(dir, "store"), "--cache", filepath.Join(dir, "cache"))
 		tf += el
+		if i == 0 {
+			b.Logf("fetch: %s", strings.TrimSpace(er))
+		}
+		// cp, and cp then fsync of the copy (the store's commit syncs
+		// the object before it publishes it).
 		start := time.Now()
 		if out, err := exec.Command("cp", src, filepath.Join(dir, "copy")).CombinedOutput(); err != nil {
 			b.Fatalf("cp: %v\n%s", err, out)
 		}
 		tc += time.Since(start)
+		if out, err := exec.Command("sync", filepath.Join(dir, "copy")).CombinedOutput(); err != nil {
+			b.Fatalf("sync: %v\n%s", err, out)
+		}
+		ts += time.Since(start)
 		os.RemoveAll(dir) // room for the next iteration
 	}
 	b.StopTimer()
 	mbs := float64(size) / 1e6 * float64(b.N)
+	b.Logf("%d bytes: fetch %.1f MB/s, cp %.1f MB/s, cp+fsync %.1f MB/s; fetch takes %.2f x cp's time, %.2f x cp+fsync's",
+		size, mbs/tf.Seconds(), mbs/tc.Seconds(), mbs/ts.Seconds(), tf.Seconds()/tc.Seconds(), tf.Seconds()/ts.Seconds())
 	b.ReportMetric(float64(size)/1e6, "object-MB")
 	b.ReportMetric(mbs/tf.Seconds(), "fetch-MB/s")
 	b.ReportMetric(mbs/tc.Seconds(), "cp-MB/s")
+	b.ReportMetric(mbs/ts.Seconds(), "cp+fsync-MB/s")
 	b.ReportMetric(tf.Seconds()/tc.Seconds(), "fetch/cp-time")
+	b.ReportMetric(tf.Seconds()/ts.Seconds(), "fetch/cp+fsync-time")
 }

@@ -217,7 +217,10 @@ func (a *app) syncServed(ctx context.Context, src store, node *iroh.Store, name 
 
 // copyBuf is the size of the verified reads copyVerified makes: a range of
 // more than 1 MiB is streamed by the iroh store, and verified in one pass.
-const copyBuf = 4 << 20
+// Copying 256 MiB from an iroh store into a directory store took 0.44-0.50 s
+// with 16 MiB against 0.86-1.62 s with 4 MiB (fetch from a cache that held
+// it all, on the 2-core test machine).
+const copyBuf = 16 << 20
 
 // copyVerified copies object id from src into dst: every range read through
 // verify.Reader, so only verified bytes are written, and committed by dst
@@ -337,20 +340,22 @@ func (a *app) fetchOne(ctx context.Context, cache *iroh.Store, from string, id s
 		return err
 	}
 	m := a.newMeter("fetch "+id.String()[:12], int64(size))
-	m.add(int(got))
+	received := got
 	for off := uint64(0); off < size; off += fetchChunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := cache.Fetch(ctx, from, id, off, min(fetchChunk, size-off))
-		m.add(int(n))
+		k := min(fetchChunk, size-off)
+		n, err := cache.Fetch(ctx, from, id, off, k)
+		received += n
 		if err != nil {
 			return err
 		}
+		m.add(int(k))
 	}
 	if err := copyVerified(ctx, cache, id, st); err != nil {
 		return err
 	}
-	m.done("fetched %s (%d bytes) into the store", id, size)
+	m.done("fetched %s (%d bytes; %d bytes received from the node) into the store", id, size, received)
 	return nil
 }
