@@ -123,7 +123,7 @@ Every object is read through verified ranges, as one is.
 				return err
 			}
 			stats := r.Stats()
-			m.done("exported %d rows of %s to %s (%s fetched, %s verified, %d modules opened)", rows, id, dest,
+			m.done("exported %d %s of %s to %s (%s fetched, %s verified, %d modules opened)", rows, plural(int(rows), "row", "rows"), id, dest,
 				mb(stats.BytesFetched), mb(stats.BytesVerified), stats.ModulesOpened)
 			return nil
 		})),
