@@ -19,7 +19,7 @@ var ErrConflict = errors.New("catalog: the records conflict with the catalog")
 
 // A Record is one record of the catalog's space of the ring (see the
 // package documentation), its key and its plaintext value: what
-// ExportTable gives and ImportTable takes, to hand a table to another
+// ExportTable gives and Import takes, to hand a table to another
 // catalog (a grant to another node, which has its own ring key).
 type Record struct {
 	Key, Value []byte
@@ -129,72 +129,136 @@ func sameVersion(a, b Version) (bool, error) {
 	return bytes.Equal(sa, sb), nil
 }
 
-// ImportTable adds to the catalog a table's records exported by ExportTable
-// from another catalog, in one transaction, and returns the table's name
-// and how many object records it added.
+// TableOf checks the records of one table as ExportTable gives them, as
+// strictly as the catalog reads its own (ErrRecord), and returns the table
+// they hold with its objects (in the order of their keys), without
+// touching any catalog.
+func TableOf(recs []Record) (*Table, error) {
+	h, objs, err := parseExport(recs)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	t := *h.t
+	t.Objects = make([]Object, len(objs))
+	for i, o := range objs {
+		t.Objects[i] = o.Object
+	}
+	return &t, nil
+}
+
+// Imported says what Import added.
+type Imported struct {
+	// Tables are the names of the tables imported, in the order given.
+	Tables []string
+	// Objects is how many object records were added (not already held).
+	Objects int
+	// DEKs is how many DEKs were added (not already held).
+	DEKs int
+}
+
+// Import adds to the catalog, in one transaction of the ring file, the
+// records of tables exported by ExportTable from another catalog, and
+// adds deks to the ring (keyring.RecordTx.AddDEKs: a DEK held is never
+// replaced): all of it, or nothing.
 //
 // The records are checked first, as strictly as the catalog reads its own
 // (ErrRecord). A table is the same table if it has the same table key (16
 // random bytes, made when the table was created), whatever its records
 // hold: the same table again merges, its objects not held added and those
 // held kept, and its schema versions, one list a prefix of the other,
-// taken as the longer (field IDs are never reused: Section 11.2, so the
+// taken as the longer (field IDs are never reused, Section 11.2, so the
 // high water is the larger of the two). Importing the same records again
 // changes nothing. A table of the same name that is another table, the
 // same table under another name or with diverging versions, or an object
-// another table holds, is ErrConflict, and nothing is changed.
-func (c *Catalog) ImportTable(ctx context.Context, recs []Record) (name string, added int, err error) {
-	in, objs, err := parseExport(recs)
-	if err != nil {
-		return "", 0, fmt.Errorf("catalog: import: %w", err)
+// another table holds, is ErrConflict; a different DEK held for a
+// storage_id is keyring.ErrConflict; either way nothing is changed.
+func (c *Catalog) Import(ctx context.Context, tables [][]Record, deks []keyring.Entry) (Imported, error) {
+	type parsed struct {
+		h    *header
+		objs []*object
+		recs []Record
 	}
-	name = in.t.Name
-	err = c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
-		added = 0
-		hs, err := readHeaders(tx)
+	ins := make([]parsed, len(tables))
+	var out Imported
+	for i, recs := range tables {
+		h, objs, err := parseExport(recs)
 		if err != nil {
-			return err
+			return Imported{}, fmt.Errorf("catalog: import: %w", err)
 		}
-		var held *header
-		for _, h := range hs {
-			switch {
-			case h.key == in.key && h.t.Name != name:
-				return fmt.Errorf("%w: table %q is held under the name %q", ErrConflict, name, h.t.Name)
-			case h.key == in.key:
-				held = h
-			case h.t.Name == name:
-				return fmt.Errorf("%w: a table named %q is held, and it is another table", ErrConflict, name)
+		for _, p := range ins[:i] {
+			if p.h.key == h.key || p.h.t.Name == h.t.Name {
+				return Imported{}, fmt.Errorf("catalog: import: %w: table %q given twice", ErrRecord, h.t.Name)
 			}
 		}
-		if held == nil {
-			if err := tx.Put(recs[0].Key, recs[0].Value); err != nil {
-				return err
-			}
-		} else if err := mergeHeader(tx, held, in); err != nil {
-			return err
-		}
-		for i, o := range objs {
-			old, err := getObject(tx, o.ID)
+		ins[i] = parsed{h, objs, recs}
+		out.Tables = append(out.Tables, h.t.Name)
+	}
+	err := c.rs.Update(ctx, func(tx *keyring.RecordTx) error {
+		out.Objects, out.DEKs = 0, 0
+		for _, in := range ins {
+			n, err := importTable(tx, in.h, in.objs, in.recs)
 			if err != nil {
-				return err
+				return fmt.Errorf("table %q: %w", in.h.t.Name, err)
 			}
-			if old != nil {
-				if old.table != in.key {
-					return fmt.Errorf("%w: object %s is in another table", ErrConflict, o.ID)
-				}
-				continue
-			}
-			if err := tx.Put(recs[i+1].Key, recs[i+1].Value); err != nil {
-				return err
-			}
-			added++
+			out.Objects += n
 		}
-		return nil
+		if len(deks) == 0 {
+			return nil
+		}
+		n, err := tx.AddDEKs(deks)
+		out.DEKs = n
+		return err
 	})
 	if err != nil {
-		return name, 0, fmt.Errorf("catalog: import table %q: %w", name, err)
+		return Imported{}, fmt.Errorf("catalog: import: %w", err)
 	}
-	return name, added, nil
+	return out, nil
+}
+
+// importTable imports one table's checked records in tx, and returns how
+// many object records it added.
+func importTable(tx *keyring.RecordTx, in *header, objs []*object, recs []Record) (int, error) {
+	hs, err := readHeaders(tx)
+	if err != nil {
+		return 0, err
+	}
+	name := in.t.Name
+	var held *header
+	for _, h := range hs {
+		switch {
+		case h.key == in.key && h.t.Name != name:
+			return 0, fmt.Errorf("%w: the table is held under the name %q", ErrConflict, h.t.Name)
+		case h.key == in.key:
+			held = h
+		case h.t.Name == name:
+			return 0, fmt.Errorf("%w: a table named %q is held, and it is another table", ErrConflict, name)
+		}
+	}
+	if held == nil {
+		if err := tx.Put(recs[0].Key, recs[0].Value); err != nil {
+			return 0, err
+		}
+	} else if err := mergeHeader(tx, held, in); err != nil {
+		return 0, err
+	}
+	added := 0
+	for i, o := range objs {
+		old, err := getObject(tx, o.ID)
+		if err != nil {
+			return 0, err
+		}
+		if old != nil {
+			if old.table != in.key {
+				return 0, fmt.Errorf("%w: object %s is in another table", ErrConflict, o.ID)
+			}
+			continue
+		}
+		if err := tx.Put(recs[i+1].Key, recs[i+1].Value); err != nil {
+			return 0, err
+		}
+		added++
+	}
+	return added, nil
 }
 
 // mergeHeader merges the header in of a table into the one held of the

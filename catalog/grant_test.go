@@ -9,6 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/sovm/sop-pme/catalog"
+	"github.com/sovm/sop-pme/keyring"
+	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/storageid"
 )
 
 // TestExportImportTable hands a table from one catalog to another: the
@@ -31,12 +34,29 @@ func TestExportImportTable(t *testing.T) {
 	if len(recs) != 3 || len(ta.Objects) != 2 {
 		t.Fatalf("export: %d records, %d objects", len(recs), len(ta.Objects))
 	}
-	name, n, err := b.cat.ImportTable(ctx, recs)
-	if err != nil || name != "orders" || n != 2 {
-		t.Fatalf("import: %q %d %v", name, n, err)
+	deks := []keyring.Entry{{ID: ta.Objects[0].ID, DEK: pme.NewDEK()}, {ID: ta.Objects[1].ID, DEK: pme.NewDEK()}}
+	im, err := b.cat.Import(ctx, [][]catalog.Record{recs}, deks)
+	if err != nil || len(im.Tables) != 1 || im.Tables[0] != "orders" || im.Objects != 2 || im.DEKs != 2 {
+		t.Fatalf("import: %+v %v", im, err)
 	}
-	if _, n, err := b.cat.ImportTable(ctx, recs); err != nil || n != 0 {
-		t.Fatalf("import again: %d %v", n, err)
+	if im, err := b.cat.Import(ctx, [][]catalog.Record{recs}, deks); err != nil || im.Objects != 0 || im.DEKs != 0 {
+		t.Fatalf("import again: %+v %v", im, err)
+	}
+	for _, e := range deks {
+		if got, err := b.ring.ResolveDEK(ctx, e.ID); err != nil || !got.Equal(e.DEK) {
+			t.Fatalf("imported DEK of %s: %v", e.ID, err)
+		}
+	}
+	// A different DEK for an object held: refused whole, nothing changed.
+	d3 := keyring.Entry{ID: storageid.Sum([]byte("o3")), DEK: pme.NewDEK()}
+	if _, err := b.cat.Import(ctx, nil, []keyring.Entry{d3, {ID: deks[0].ID, DEK: pme.NewDEK()}}); !errors.Is(err, keyring.ErrConflict) {
+		t.Fatalf("import of a different DEK: %v", err)
+	}
+	if has, _ := b.ring.Has(ctx, d3.ID); has[0] {
+		t.Fatal("a refused import added a DEK")
+	}
+	if tt, err := catalog.TableOf(recs); err != nil || tt.Name != "orders" || len(tt.Objects) != 2 {
+		t.Fatalf("TableOf: %v", err)
 	}
 	tb := mustTable(t, b.cat, "orders")
 	if len(tb.Objects) != 2 || tb.Objects[0].ID != ta.Objects[0].ID || tb.Objects[1].Rows != 20 || len(tb.Versions) != 1 {
@@ -55,12 +75,12 @@ func TestExportImportTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, n, err := b.cat.ImportTable(ctx, recs2); err != nil || n != 1 {
-		t.Fatalf("import of the later export: %d %v", n, err)
+	if im, err := b.cat.Import(ctx, [][]catalog.Record{recs2}, []keyring.Entry{d3}); err != nil || im.Objects != 1 || im.DEKs != 1 {
+		t.Fatalf("import of the later export: %+v %v", im, err)
 	}
 	// The older export after the newer one: nothing lost.
-	if _, n, err := b.cat.ImportTable(ctx, recs); err != nil || n != 0 {
-		t.Fatalf("import of the older export: %d %v", n, err)
+	if im, err := b.cat.Import(ctx, [][]catalog.Record{recs}, nil); err != nil || im.Objects != 0 {
+		t.Fatalf("import of the older export: %+v %v", im, err)
 	}
 	tb = mustTable(t, b.cat, "orders")
 	if len(tb.Objects) != 3 || len(tb.Versions) != 2 || tb.HighWater != 2 || tb.Objects[2].Version != 2 {
@@ -70,11 +90,14 @@ func TestExportImportTable(t *testing.T) {
 	// Another table of the same name.
 	c := newEnv(t)
 	mustPlan(t, c.cat, "orders", schema(fld("id", arrow.PrimitiveTypes.Int64, false, 0)))
-	if _, _, err := c.cat.ImportTable(ctx, recs); !errors.Is(err, catalog.ErrConflict) {
+	if _, err := c.cat.Import(ctx, [][]catalog.Record{recs}, deks); !errors.Is(err, catalog.ErrConflict) {
 		t.Fatalf("import over another table of the name: %v", err)
 	}
 	if tc := mustTable(t, c.cat, "orders"); len(tc.Objects) != 0 {
 		t.Fatalf("a refused import added %d objects", len(tc.Objects))
+	}
+	if n, _ := c.ring.Len(ctx); n != 0 {
+		t.Fatalf("a refused import added %d DEKs", n)
 	}
 
 	// Malformed: no header, an object first, out of order, a byte changed.
@@ -88,7 +111,10 @@ func TestExportImportTable(t *testing.T) {
 	}
 	for i, rs := range bad {
 		d := newEnv(t)
-		if _, _, err := d.cat.ImportTable(ctx, rs); !errors.Is(err, catalog.ErrRecord) {
+		if _, err := catalog.TableOf(rs); !errors.Is(err, catalog.ErrRecord) {
+			t.Fatalf("TableOf malformed %d: %v, want ErrRecord", i, err)
+		}
+		if _, err := d.cat.Import(ctx, [][]catalog.Record{rs}, nil); !errors.Is(err, catalog.ErrRecord) {
 			t.Fatalf("malformed %d: %v, want ErrRecord", i, err)
 		}
 		if ts, err := d.cat.Tables(ctx); err != nil || len(ts) != 0 {
