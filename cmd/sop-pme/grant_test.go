@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sovm/sop-pme/keyring"
+	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/storageid"
+)
+
+// identity runs keys identity in e and returns the recipient it prints.
+func (e *env) identity() string {
+	e.t.Helper()
+	r := e.ok("keys", "identity")
+	rc := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(rc, "age1") || strings.Contains(r.stdout+r.stderr, "AGE-SECRET-KEY") {
+		e.t.Fatalf("keys identity: %s", r)
+	}
+	return rc
+}
+
+func (e *env) identityPath() string { return filepath.Join(e.conf, "sop-pme", "identity") }
+
+// importCSVTable imports n small CSV files into table and returns their
+// storage_ids.
+func (e *env) importCSVTable(table string, n int) []string {
+	e.t.Helper()
+	var files, ids []string
+	for i := range n {
+		in := filepath.Join(e.t.TempDir(), "t.csv")
+		os.WriteFile(in, []byte(fmt.Sprintf("a,b\n%d,%s\n", 100+i, table)), 0o600)
+		files = append(files, in)
+	}
+	for _, r := range e.importTable(table, files) {
+		ids = append(ids, r.StorageID)
+	}
+	return ids
+}
+
+// payload decrypts the grant file with the identity file and returns its
+// payload.
+func payload(t *testing.T, grant, identity string) []byte {
+	t.Helper()
+	id, err := loadIdentity(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := age.Decrypt(f, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(r); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// sealTo writes payload as a grant file for the recipient.
+func sealTo(t *testing.T, payload []byte, recipient, path string) {
+	t.Helper()
+	rc, err := age.ParseX25519Recipient(recipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w, err := age.Encrypt(&b, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(payload)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ringKey returns the raw ring key of the keyring at ring under the KEK
+// file kek, read from the file as the keyring keeps it (bucket meta, key
+// ring-key, wrapped under the KEK).
+func ringKey(t *testing.T, ring, kek string) []byte {
+	t.Helper()
+	k, err := keyring.LoadKEKFile(kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(ring, 0o600, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var w []byte
+	db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte("meta")); b != nil {
+			w = bytes.Clone(b.Get([]byte("ring-key")))
+		}
+		return nil
+	})
+	raw, err := k.Decrypt(context.Background(), w)
+	if err != nil || len(raw) != keyring.RingKeySize {
+		t.Fatalf("the ring key of %s: %v", ring, err)
+	}
+	return raw
+}
+
+// deksOf returns the DEKs of ids in the ring at ring under the KEK kek;
+// a missing one is the zero DEK.
+func deksOf(t *testing.T, ring, kek string, ids []string) []pme.DEK {
+	t.Helper()
+	r, err := ringKEK(t, ring, kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]pme.DEK, len(ids))
+	for i, s := range ids {
+		id, err := storageid.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i], _ = r.ResolveDEK(context.Background(), id)
+	}
+	return out
+}
+
+// TestGrant: node A imports objects and a table; node B (its own KEK,
+// keyring and identity, the same store) accepts a grant of two objects and
+// the table, and reads exactly those, byte for byte as A does; the grant
+// holds neither A's KEK nor its ring key, and every DEK only sealed; a
+// grant opens only with its identity; accepting twice changes nothing.
+func TestGrant(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	b.store = a.store
+	ids := a.importSome(3)
+	tids := a.importCSVTable("orders", 2)
+	rcpt := b.identity()
+	if again := b.identity(); again != rcpt {
+		t.Fatalf("keys identity changed the identity: %s, then %s", rcpt, again)
+	}
+	if fi, err := os.Stat(b.identityPath()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("identity file: %v, %v", fi, err)
+	}
+	if _, err := os.Stat(b.kekPath()); !os.IsNotExist(err) {
+		t.Fatalf("keys identity made a KEK: %v", err)
+	}
+
+	dir := t.TempDir()
+	g := filepath.Join(dir, "g.age")
+	a.ok("keys", "grant", ids[0], ids[1], "orders", "--to", rcpt, "-o", g)
+	if fi, err := os.Stat(g); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("grant file: %v, %v", fi, err)
+	}
+	a.fails(exitUsage, []string{"exists", "--force"}, "keys", "grant", ids[0], "--to", rcpt, "-o", g)
+	a.ok("keys", "grant", ids[0], ids[1], "orders", "--to", rcpt, "-o", g, "--force")
+	a.fails(exitUsage, []string{"not an age X25519 recipient"}, "keys", "grant", ids[0], "--to", "age1nope", "-o", filepath.Join(dir, "x"))
+	a.fails(exitNotFound, []string{"nosuch", "no such table"}, "keys", "grant", "nosuch", "--to", rcpt, "-o", filepath.Join(dir, "x"))
+	a.fails(exitKey, []string{"no DEK"}, "keys", "grant", storageid.Sum([]byte("x")).String(), "--to", rcpt, "-o", filepath.Join(dir, "x"))
+	a.fails(exitUsage, []string{"whole storage_id"}, "keys", "grant", ids[0][:12], "--to", rcpt, "-o", filepath.Join(dir, "x"))
+	if _, err := os.Stat(filepath.Join(dir, "x")); !os.IsNotExist(err) {
+		t.Fatalf("a failed grant left its output: %v", err)
+	}
+
+	// What the grant holds: no KEK, no ring key, no DEK in the clear.
+	raw, _ := os.ReadFile(g)
+	plain := payload(t, g, b.identityPath())
+	kek, _ := os.ReadFile(a.kekPath())
+	secrets := map[string][]byte{"the KEK": kek, "the ring key": ringKey(t, a.ringPath(), a.kekPath())}
+	for i, d := range deksOf(t, a.ringPath(), a.kekPath(), append(ids[:2:2], tids...)) {
+		if d.IsZero() {
+			t.Fatalf("A holds no DEK for object %d", i)
+		}
+		secrets[fmt.Sprintf("DEK %d", i)] = d.Bytes()
+	}
+	for what, s := range secrets {
+		if len(s) != 32 {
+			t.Fatalf("%s: %d bytes", what, len(s))
+		}
+		if bytes.Contains(raw, s) || bytes.Contains(plain, s) {
+			t.Errorf("the grant holds %s", what)
+		}
+	}
+	gp, err := decodeGrant(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gp.deks) != 4 || len(gp.tables) != 1 {
+		t.Fatalf("the grant holds %d DEKs and %d tables, want 4 and 1", len(gp.deks), len(gp.tables))
+	}
+
+	// Another identity: refused, and nothing created.
+	c := newEnv(t)
+	c.store = a.store
+	c.identity()
+	c.fails(exitKey, []string{"not for this identity"}, "keys", "accept", g)
+	if _, err := os.Stat(c.ringPath()); !os.IsNotExist(err) {
+		t.Fatalf("a refused grant made a keyring: %v", err)
+	}
+	b.fails(exitNotFound, []string{"no such grant file"}, "keys", "accept", filepath.Join(dir, "none"))
+	junk := filepath.Join(dir, "junk")
+	os.WriteFile(junk, []byte("age-encryption.org/v1\n-> X25519 junk\n"), 0o600)
+	b.fails(exitFailure, []string{"not a grant"}, "keys", "accept", junk)
+	cut := filepath.Join(dir, "cut")
+	os.WriteFile(cut, raw[:len(raw)-20], 0o600)
+	b.fails(exitFailure, []string{"not a grant"}, "keys", "accept", cut)
+
+	// B accepts, and reads exactly what was granted, as A reads it.
+	var res acceptResult
+	json.Unmarshal([]byte(b.ok("keys", "accept", g, "--json").stdout), &res)
+	if res.DEKs != 4 || res.Added != 4 || len(res.Tables) != 1 || res.Objects != 2 {
+		t.Fatalf("accept: %+v", res)
+	}
+	for _, id := range append(ids[:2:2], tids...) {
+		want := a.ok("export", id, "--format", "parquet", "-o", "-").stdout
+		if got := b.ok("export", id, "--format", "parquet", "-o", "-").stdout; got != want || len(want) == 0 {
+			t.Errorf("B's export of %s differs from A's (%d and %d bytes)", id, len(got), len(want))
+		}
+	}
+	if want, got := a.ok("export", "orders", "--format", "csv").stdout, b.ok("export", "orders", "--format", "csv").stdout; got != want || !strings.Contains(got, "orders") {
+		t.Errorf("B's export of the table: %q, A's %q", got, want)
+	}
+	if want, got := a.ok("schema", "orders").stdout, b.ok("schema", "orders").stdout; got != want {
+		t.Errorf("B's schema of the table: %q, A's %q", got, want)
+	}
+	b.fails(exitKey, []string{ids[2], "no DEK"}, "export", ids[2], "--format", "csv")
+
+	// Again: nothing new, nothing changed.
+	json.Unmarshal([]byte(b.ok("keys", "accept", g, "--json").stdout), &res)
+	if res.Added != 0 || res.Objects != 0 {
+		t.Fatalf("accept again: %+v", res)
+	}
+	r, err := ringKEK(t, b.ringPath(), b.kekPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Len(context.Background()); err != nil || n != 4 {
+		t.Fatalf("B holds %d DEKs (%v), want 4", n, err)
+	}
+	if objs := b.tableObjects("orders"); len(objs) != 2 {
+		t.Fatalf("B's table holds %d objects, want 2", len(objs))
+	}
+}
