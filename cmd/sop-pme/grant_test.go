@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,4 +257,172 @@ func TestGrant(t *testing.T) {
 	if objs := b.tableObjects("orders"); len(objs) != 2 {
 		t.Fatalf("B's table holds %d objects, want 2", len(objs))
 	}
+}
+
+// ringLen returns how many DEKs the ring of e holds.
+func (e *env) ringLen() int {
+	e.t.Helper()
+	r, err := ringKEK(e.t, e.ringPath(), e.kekPath())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n, err := r.Len(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// TestGrantReplay: entries of a grant moved onto one another (sealed DEKs
+// swapped, storage_ids swapped or replaced), re-encrypted to the
+// recipient, are refused whole; a DEK that differs from one held is
+// refused and never replaces it; a table of the same name that is another
+// table is refused; the same table again merges.
+func TestGrantReplay(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	b.store = a.store
+	ids := a.importSome(3)
+	rcpt := b.identity()
+	dir := t.TempDir()
+	g0, g := filepath.Join(dir, "g0.age"), filepath.Join(dir, "g.age")
+	a.ok("keys", "grant", ids[2], "--to", rcpt, "-o", g0)
+	b.ok("keys", "accept", g0)
+	a.ok("keys", "grant", ids[0], ids[1], "--to", rcpt, "-o", g)
+	plain := payload(t, g, b.identityPath())
+	id2, _ := storageid.Parse(ids[2])
+
+	forged := map[string]func(p *grantPayload){
+		"sealed DEKs swapped": func(p *grantPayload) {
+			p.deks[0].sealed, p.deks[1].sealed = p.deks[1].sealed, p.deks[0].sealed
+		},
+		"storage_ids swapped": func(p *grantPayload) {
+			p.deks[0].id, p.deks[1].id = p.deks[1].id, p.deks[0].id
+			sortDEKs(p.deks)
+		},
+		"a storage_id replaced by one held": func(p *grantPayload) {
+			p.deks[0].id = id2
+			sortDEKs(p.deks)
+		},
+		"a sealed DEK altered":  func(p *grantPayload) { p.deks[1].sealed[20] ^= 1 },
+		"the grant key altered": func(p *grantPayload) { p.key[0] ^= 1 },
+	}
+	for name, forge := range forged {
+		p, err := decodeGrant(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forge(p)
+		f := filepath.Join(dir, "forged.age")
+		sealTo(t, p.encode(), rcpt, f)
+		r := b.sop("keys", "accept", f)
+		checkFailure(t, r, exitKey, []string{"does not open for its storage_id"}, []string{"keys", "accept", name})
+		if n := b.ringLen(); n != 1 {
+			t.Fatalf("%s: B holds %d DEKs after a refused grant, want 1", name, n)
+		}
+	}
+
+	// A well-formed grant of a different DEK for an object B holds, and of
+	// a new one: refused whole; B's DEK is kept.
+	p := newGrantPayload()
+	other := storageid.Sum([]byte("other"))
+	p.seal([]keyring.Entry{{ID: id2, DEK: pme.NewDEK()}, {ID: other, DEK: pme.NewDEK()}})
+	f := filepath.Join(dir, "conflict.age")
+	sealTo(t, p.encode(), rcpt, f)
+	b.fails(exitKey, []string{ids[2], "different DEK", "nothing was accepted"}, "keys", "accept", f)
+	if n := b.ringLen(); n != 1 {
+		t.Fatalf("B holds %d DEKs after a conflicting grant, want 1", n)
+	}
+	want := a.ok("export", ids[2], "--format", "csv").stdout
+	if got := b.ok("export", ids[2], "--format", "csv").stdout; got != want {
+		t.Fatalf("B's object after a conflicting grant: %q, want %q", got, want)
+	}
+	b.ok("keys", "accept", g)
+	if n := b.ringLen(); n != 3 {
+		t.Fatalf("B holds %d DEKs, want 3", n)
+	}
+
+	// Tables: the same table again merges; another of the same name is
+	// refused; a table's object without its DEK in the grant is refused.
+	a.importCSVTable("orders", 1)
+	gt := filepath.Join(dir, "gt.age")
+	a.ok("keys", "grant", "orders", "--to", rcpt, "-o", gt)
+	b.ok("keys", "accept", gt)
+	a.importCSVTable("orders", 1)
+	a.ok("keys", "grant", "orders", "--to", rcpt, "-o", gt, "--force")
+	b.ok("keys", "accept", gt)
+	if objs := b.tableObjects("orders"); len(objs) != 2 {
+		t.Fatalf("B's table after a second grant: %d objects, want 2", len(objs))
+	}
+	if want, got := a.ok("export", "orders", "--format", "csv").stdout, b.ok("export", "orders", "--format", "csv").stdout; got != want {
+		t.Fatalf("B's merged table: %q, A's %q", got, want)
+	}
+	c := newEnv(t)
+	c.store = a.store
+	c.importCSVTable("orders", 1)
+	rc := c.identity()
+	gc := filepath.Join(dir, "gc.age")
+	a.ok("keys", "grant", "orders", "--to", rc, "-o", gc)
+	c.fails(exitFailure, []string{"orders", "another table", "nothing was accepted"}, "keys", "accept", gc)
+	if n := c.ringLen(); n != 1 {
+		t.Fatalf("C holds %d DEKs after a refused table, want 1", n)
+	}
+	p, err := decodeGrant(payload(t, gt, b.identityPath()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.deks = p.deks[1:]
+	sealTo(t, p.encode(), rcpt, f)
+	b.fails(exitFailure, []string{"has no DEK in the grant"}, "keys", "accept", f)
+}
+
+// TestGrantConcurrentAccepts: four keys accept processes of four grants
+// at once, on a node with no KEK or keyring yet, while it imports: every
+// DEK acknowledged is there, and every object reads.
+func TestGrantConcurrentAccepts(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	b.store = a.store
+	ids := a.importSome(8)
+	rcpt := b.identity()
+	dir := t.TempDir()
+	var grants []string
+	for i := range 4 {
+		g := filepath.Join(dir, fmt.Sprintf("g%d.age", i))
+		a.ok("keys", "grant", ids[2*i], ids[2*i+1], "--to", rcpt, "-o", g)
+		grants = append(grants, g)
+	}
+	var inputs []string
+	for i := range 2 {
+		in := filepath.Join(dir, fmt.Sprintf("own%d.csv", i))
+		os.WriteFile(in, []byte(fmt.Sprintf("a,b\n%d,own\n", i)), 0o600)
+		inputs = append(inputs, in)
+	}
+	var wg sync.WaitGroup
+	results := make([]result, len(grants))
+	imports := make([]result, len(inputs))
+	for i, g := range grants {
+		wg.Go(func() { results[i] = b.sop("keys", "accept", g) })
+	}
+	for i, in := range inputs {
+		wg.Go(func() { imports[i] = b.sop("import", "--json", "--assign-field-ids", in) })
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Fatalf("accept %d: %s", i, r)
+		}
+	}
+	var own []string
+	for i, r := range imports {
+		var res importResult
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil {
+			t.Fatalf("import %d: %s", i, r)
+		}
+		own = append(own, res.StorageID)
+	}
+	if n := b.ringLen(); n != 10 {
+		t.Fatalf("B holds %d DEKs, want 8 granted and 2 its own", n)
+	}
+	b.readsAll(append(ids, own...), nil)
 }
