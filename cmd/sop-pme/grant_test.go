@@ -426,3 +426,36 @@ func TestGrantConcurrentAccepts(t *testing.T) {
 	}
 	b.readsAll(append(ids, own...), nil)
 }
+
+// TestGrantHelp: keys -h names the subcommands and what a grant reveals;
+// each subcommand's -h prints its usage; a bad command line is exit 2.
+func TestGrantHelp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.run(nil, "keys", "-h")
+	for _, w := range []string{"identity", "grant", "accept", "cannot be taken back", "re-encrypting"} {
+		if r.code != 0 || !strings.Contains(r.stdout, w) {
+			t.Errorf("keys -h lacks %q: %s", w, r)
+		}
+	}
+	for _, sub := range []string{"identity", "grant", "accept"} {
+		if r := e.run(nil, "keys", sub, "-h"); r.code != 0 || !strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, "5    key:") {
+			t.Errorf("keys %s -h: %s", sub, r)
+		}
+	}
+	e.fails(exitUsage, []string{"one or more IDs or TABLEs"}, "keys", "grant")
+	e.fails(exitUsage, []string{"--to"}, "keys", "grant", "orders", "-o", filepath.Join(t.TempDir(), "g"))
+	e.fails(exitUsage, []string{"-o FILE"}, "keys", "grant", "orders", "--to", "age1x")
+	e.fails(exitUsage, []string{"one grant file"}, "keys", "accept")
+	e.fails(exitUsage, []string{"no argument"}, "keys", "identity", "x")
+	e.fails(exitNotFound, []string{"no identity", "keys identity"}, "keys", "accept", "g.age")
+	// An identity open to others is refused, as a KEK file is.
+	p := filepath.Join(t.TempDir(), "id")
+	e.ok("keys", "identity", "--identity", p)
+	os.Chmod(p, 0o644)
+	e.fails(exitKey, []string{"chmod 600"}, "keys", "identity", "--identity", p)
+	os.Chmod(p, 0o600)
+	if r := e.run([]string{"SOP_PME_IDENTITY=" + p}, "keys", "identity"); r.code != 0 || r.stdout != e.ok("keys", "identity", "--identity", p).stdout {
+		t.Errorf("$SOP_PME_IDENTITY: %s", r)
+	}
+}
