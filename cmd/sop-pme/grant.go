@@ -290,6 +290,9 @@ refused without --force. -o - writes the grant to stdout.`,
 			if err != nil {
 				return usagef("--to %q is not an age X25519 recipient (age1…)", to)
 			}
+			if out == "-" && a.stdoutTTY {
+				return usagef("-o -: a grant is binary; not writing it to a terminal (give -o FILE, or redirect stdout)")
+			}
 			if out != "-" && !force {
 				if _, err := os.Lstat(out); err == nil {
 					return usagef("%s exists: give --force to replace it", out)

@@ -449,6 +449,14 @@ func TestGrantHelp(t *testing.T) {
 	e.fails(exitUsage, []string{"one grant file"}, "keys", "accept")
 	e.fails(exitUsage, []string{"no argument"}, "keys", "identity", "x")
 	e.fails(exitNotFound, []string{"no identity", "keys identity"}, "keys", "accept", "g.age")
+	// -o - on a terminal: refused (a grant is binary).
+	idn, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runTTY(t, sopBinary(t), t.TempDir(), e.vars, "", "keys", "grant", "orders", "--to", idn.Recipient().String(), "-o", "-"); r.code != exitUsage || !strings.Contains(r.stdout, "terminal") {
+		t.Errorf("keys grant -o - on a terminal: %s", r)
+	}
 	// An identity open to others is refused, as a KEK file is.
 	p := filepath.Join(t.TempDir(), "id")
 	e.ok("keys", "identity", "--identity", p)
