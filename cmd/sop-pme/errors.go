@@ -103,7 +103,7 @@ func classify(err error, subject string) (int, string) {
 		return exitKey, at("the keyring holds no DEK for this object")
 	case errors.Is(err, pme.ErrAuth):
 		return exitKey, at("the DEK does not open the object, whose bytes match the storage_id: wrong key")
-	case errors.Is(err, errGrantIdentity), errors.Is(err, errGrantEntry), errors.Is(err, errIdentity), errors.Is(err, keyring.ErrConflict):
+	case errors.Is(err, errGrantIdentity), errors.Is(err, errGrantEntry), errors.Is(err, errIdentityFile), errors.Is(err, keyring.ErrConflict):
 		// Key grants (keys accept): a grant for another identity, an entry
 		// that does not open for its storage_id, a DEK that differs from
 		// the one held.

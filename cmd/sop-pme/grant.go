@@ -28,18 +28,18 @@ import (
 // its payload is described at grantMagic. The recipient adds the DEKs to
 // its own keyring, under its own KEK, and the tables to its own catalog.
 
-// maxIdentityFile bounds the identity file read: one age secret key and
+// maxAgeIdentityFile bounds the identity file read: one age secret key and
 // its comment lines.
-const maxIdentityFile = 4 << 10
+const maxAgeIdentityFile = 4 << 10
 
 // maxGrantFile bounds the grant file read: the payload and age's header
 // and per-chunk overhead (16 bytes in 64 KiB), with room to spare.
 const maxGrantFile = maxGrantPayload + maxGrantPayload/256 + 64<<10
 
-// identityPath resolves the identity file: --identity, $SOP_PME_IDENTITY,
+// ageIdentityPath resolves the identity file: --identity, $SOP_PME_IDENTITY,
 // else "identity" beside the KEK file, else in the sop-pme configuration
 // directory.
-func (ks *keySource) identityPath(flag string) (string, error) {
+func (ks *keySource) ageIdentityPath(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
@@ -59,13 +59,13 @@ func (ks *keySource) identityPath(flag string) (string, error) {
 	return filepath.Join(dir, "sop-pme", "identity"), nil
 }
 
-// loadIdentity reads the age X25519 identity in the file at path,
-// strictly: a regular file of at most maxIdentityFile bytes, not open to
+// loadAgeIdentity reads the age X25519 identity in the file at path,
+// strictly: a regular file of at most maxAgeIdentityFile bytes, not open to
 // group or others (as a KEK file), holding comment lines and exactly one
 // AGE-SECRET-KEY-1 line. Its errors never quote the file's lines: they may
 // hold the key. A missing file matches fs.ErrNotExist.
-func loadIdentity(path string) (*age.X25519Identity, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
+func loadAgeIdentity(path string) (*age.X25519Identity, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|grantNoBlock, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -76,19 +76,19 @@ func loadIdentity(path string) (*age.X25519Identity, error) {
 	}
 	switch {
 	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("%w: %s is not a regular file", errIdentity, path)
+		return nil, fmt.Errorf("%w: %s is not a regular file", errIdentityFile, path)
 	case runtime.GOOS != "windows" && runtime.GOOS != "plan9" && st.Mode().Perm()&0o077 != 0:
-		return nil, fmt.Errorf("%w: %s has mode %04o, open to group or others (chmod 600 %s)", errIdentity, path, st.Mode().Perm(), path)
-	case st.Size() > maxIdentityFile:
-		return nil, fmt.Errorf("%w: %s holds %d bytes, more than an identity", errIdentity, path, st.Size())
+		return nil, fmt.Errorf("%w: %s has mode %04o, open to group or others (chmod 600 %s)", errIdentityFile, path, st.Mode().Perm(), path)
+	case st.Size() > maxAgeIdentityFile:
+		return nil, fmt.Errorf("%w: %s holds %d bytes, more than an identity", errIdentityFile, path, st.Size())
 	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxIdentityFile+1))
+	raw, err := io.ReadAll(io.LimitReader(f, maxAgeIdentityFile+1))
 	defer clear(raw)
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) > maxIdentityFile {
-		return nil, fmt.Errorf("%w: %s grew while it was read", errIdentity, path)
+	if len(raw) > maxAgeIdentityFile {
+		return nil, fmt.Errorf("%w: %s grew while it was read", errIdentityFile, path)
 	}
 	var id *age.X25519Identity
 	sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -98,25 +98,25 @@ func loadIdentity(path string) (*age.X25519Identity, error) {
 			continue
 		}
 		if id != nil {
-			return nil, fmt.Errorf("%w: %s holds more than one key (line %d)", errIdentity, path, n)
+			return nil, fmt.Errorf("%w: %s holds more than one key (line %d)", errIdentityFile, path, n)
 		}
 		if id, err = age.ParseX25519Identity(line); err != nil {
-			return nil, fmt.Errorf("%w: %s: line %d is not an age X25519 secret key (AGE-SECRET-KEY-1…)", errIdentity, path, n)
+			return nil, fmt.Errorf("%w: %s: line %d is not an age X25519 secret key (AGE-SECRET-KEY-1…)", errIdentityFile, path, n)
 		}
 	}
 	if sc.Err() != nil || id == nil {
-		return nil, fmt.Errorf("%w: %s holds no age X25519 secret key", errIdentity, path)
+		return nil, fmt.Errorf("%w: %s holds no age X25519 secret key", errIdentityFile, path)
 	}
 	return id, nil
 }
 
-// loadOrCreateIdentity loads the identity at path, or creates one there
+// loadOrCreateAgeIdentity loads the identity at path, or creates one there
 // if there is none (its directory 0700), and reports whether it created
 // it. Two processes that call it at once end with the same identity (see
-// writeNewFile).
-func loadOrCreateIdentity(path string) (id *age.X25519Identity, created bool, err error) {
+// writeKeyFile).
+func loadOrCreateAgeIdentity(path string) (id *age.X25519Identity, created bool, err error) {
 	for range 3 {
-		id, err = loadIdentity(path)
+		id, err = loadAgeIdentity(path)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return id, false, err
 		}
@@ -129,7 +129,7 @@ func loadOrCreateIdentity(path string) (id *age.X25519Identity, created bool, er
 		}
 		body := []byte(fmt.Sprintf("# sop-pme identity (age X25519), created %s\n# public key: %s\n%s\n",
 			time.Now().UTC().Format(time.RFC3339), nid.Recipient(), nid))
-		err = writeNewFile(path, body, false)
+		err = writeKeyFile(path, body, false)
 		clear(body)
 		if err == nil {
 			return nid, true, nil
@@ -141,12 +141,12 @@ func loadOrCreateIdentity(path string) (id *age.X25519Identity, created bool, er
 	return nil, false, err
 }
 
-// writeNewFile writes data to path, mode 0600, as the KEK file is written
+// writeKeyFile writes data to path, mode 0600, as the KEK file is written
 // (keyring.CreateKEKFile): to a temporary file created exclusively beside
 // it and synced, then published whole, by link(2), which fails with
 // fs.ErrExist if path exists, or with replace by rename(2) over it; then
 // the directory is synced. So path never holds a part of data.
-func writeNewFile(path string, data []byte, replace bool) error {
+func writeKeyFile(path string, data []byte, replace bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".sop-pme-*")
 	if err != nil {
 		return err
@@ -190,18 +190,18 @@ func writeNewFile(path string, data []byte, replace bool) error {
 	return nil
 }
 
-// identityErr says what went wrong reading the identity at path.
-func identityErr(path string, err error) error {
+// ageIdentityErr says what went wrong reading the identity at path.
+func ageIdentityErr(path string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return &cmdError{exitNotFound, fmt.Sprintf("no identity at %s (sop-pme keys identity creates one; or give --identity FILE)", path), err}
-	case errors.Is(err, errIdentity):
-		return &cmdError{exitKey, cleanText(strings.TrimPrefix(err.Error(), errIdentity.Error()+": ")) + " (" + errIdentity.Error() + ")", err}
+	case errors.Is(err, errIdentityFile):
+		return &cmdError{exitKey, cleanText(strings.TrimPrefix(err.Error(), errIdentityFile.Error()+": ")) + " (" + errIdentityFile.Error() + ")", err}
 	}
 	return about(path, err)
 }
 
-func (a *app) identityCmd() *cobra.Command {
+func (a *app) keysIdentityCmd() *cobra.Command {
 	var (
 		ks       keySource
 		identity string
@@ -217,13 +217,13 @@ the KEK file (in the sop-pme configuration directory by default). Keep it as
 secret as the KEK: it opens every grant made for it.`,
 		Args: exactArgs(0, "no argument"),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			path, err := ks.identityPath(identity)
+			path, err := ks.ageIdentityPath(identity)
 			if err != nil {
 				return err
 			}
-			id, created, err := loadOrCreateIdentity(path)
+			id, created, err := loadOrCreateAgeIdentity(path)
 			if err != nil {
-				return identityErr(path, err)
+				return ageIdentityErr(path, err)
 			}
 			if created && !a.quiet {
 				fmt.Fprintf(a.stderr, "sop-pme: created an identity in %s: keep it secret; give its recipient, below, to the node that grants you objects\n", path)
@@ -341,7 +341,7 @@ refused without --force. -o - writes the grant to stdout.`,
 					return err
 				}
 				res.Output = "stdout"
-			} else if err := writeNewFile(out, buf.Bytes(), force); err != nil {
+			} else if err := writeKeyFile(out, buf.Bytes(), force); err != nil {
 				if errors.Is(err, fs.ErrExist) {
 					return usagef("%s exists: give --force to replace it", out)
 				}
@@ -443,13 +443,13 @@ same table again (a later grant with more objects) merges.`,
 		Args: exactArgs(1, "one grant file"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			path, err := ks.identityPath(identity)
+			path, err := ks.ageIdentityPath(identity)
 			if err != nil {
 				return err
 			}
-			id, err := loadIdentity(path)
+			id, err := loadAgeIdentity(path)
 			if err != nil {
-				return identityErr(path, err)
+				return ageIdentityErr(path, err)
 			}
 			src := args[0]
 			g, err := readGrant(a.stdin, src, id)
@@ -517,7 +517,7 @@ same table again (a later grant with more objects) merges.`,
 func readGrant(stdin io.Reader, src string, id *age.X25519Identity) (*grantPayload, error) {
 	var r io.Reader = stdin
 	if src != "-" {
-		f, err := os.OpenFile(src, os.O_RDONLY|nonBlock, 0)
+		f, err := os.OpenFile(src, os.O_RDONLY|grantNoBlock, 0)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, &cmdError{exitNotFound, fmt.Sprintf("%s: no such grant file", src), err}

@@ -67,9 +67,9 @@ var (
 	// errGrantIdentity reports a grant made for another recipient than the
 	// identity given.
 	errGrantIdentity = errors.New("the grant is not for this identity")
-	// errIdentity reports an identity file that is not one age X25519
+	// errIdentityFile reports an identity file that is not one age X25519
 	// identity in a private file.
-	errIdentity = errors.New("bad identity file")
+	errIdentityFile = errors.New("bad identity file")
 )
 
 // grantPayload is a decoded payload.
@@ -132,10 +132,10 @@ func (g *grantPayload) normalize() {
 	for _, d := range byID {
 		g.deks = append(g.deks, d)
 	}
-	sortDEKs(g.deks)
+	sortGrantDEKs(g.deks)
 }
 
-func sortDEKs(ds []grantDEK) {
+func sortGrantDEKs(ds []grantDEK) {
 	slices.SortFunc(ds, func(a, b grantDEK) int { return bytes.Compare(a.id[:], b.id[:]) })
 }
 

@@ -28,7 +28,7 @@ func seedGrant() []byte {
 		}
 		g.deks = append(g.deks, d)
 	}
-	sortDEKs(g.deks)
+	sortGrantDEKs(g.deks)
 	g.tables = [][]catalog.Record{
 		{{Key: []byte("t1"), Value: []byte("header one")}, {Key: []byte("o1"), Value: []byte("object")}, {Key: []byte("o2"), Value: nil}},
 		{{Key: []byte("t2"), Value: []byte("header two")}},

@@ -2,5 +2,5 @@
 
 package main
 
-// nonBlock is 0 where there are no FIFOs to block on.
-const nonBlock = 0
+// grantNoBlock is 0 where there are no FIFOs to block on.
+const grantNoBlock = 0

@@ -4,7 +4,7 @@ package main
 
 import "syscall"
 
-// nonBlock opens a file without blocking: a FIFO given as an identity or a
+// grantNoBlock opens a file without blocking: a FIFO given as an identity or a
 // grant must not hang the command (it is then refused as not a regular
 // file).
-const nonBlock = syscall.O_NONBLOCK
+const grantNoBlock = syscall.O_NONBLOCK

@@ -20,8 +20,8 @@ import (
 	"github.com/sovm/sop-pme/storageid"
 )
 
-// identity runs keys identity in e and returns the recipient it prints.
-func (e *env) identity() string {
+// grantIdentity runs keys identity in e and returns the recipient it prints.
+func (e *env) grantIdentity() string {
 	e.t.Helper()
 	r := e.ok("keys", "identity")
 	rc := strings.TrimSpace(r.stdout)
@@ -31,7 +31,7 @@ func (e *env) identity() string {
 	return rc
 }
 
-func (e *env) identityPath() string { return filepath.Join(e.conf, "sop-pme", "identity") }
+func (e *env) grantIdentityPath() string { return filepath.Join(e.conf, "sop-pme", "identity") }
 
 // importCSVTable imports n small CSV files into table and returns their
 // storage_ids.
@@ -49,11 +49,11 @@ func (e *env) importCSVTable(table string, n int) []string {
 	return ids
 }
 
-// payload decrypts the grant file with the identity file and returns its
+// grantPlain decrypts the grant file with the identity file and returns its
 // payload.
-func payload(t *testing.T, grant, identity string) []byte {
+func grantPlain(t *testing.T, grant, identity string) []byte {
 	t.Helper()
-	id, err := loadIdentity(identity)
+	id, err := loadAgeIdentity(identity)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +73,8 @@ func payload(t *testing.T, grant, identity string) []byte {
 	return b.Bytes()
 }
 
-// sealTo writes payload as a grant file for the recipient.
-func sealTo(t *testing.T, payload []byte, recipient, path string) {
+// sealGrantTo writes payload as a grant file for the recipient.
+func sealGrantTo(t *testing.T, payload []byte, recipient, path string) {
 	t.Helper()
 	rc, err := age.ParseX25519Recipient(recipient)
 	if err != nil {
@@ -94,10 +94,10 @@ func sealTo(t *testing.T, payload []byte, recipient, path string) {
 	}
 }
 
-// ringKey returns the raw ring key of the keyring at ring under the KEK
+// ringKeyOf returns the raw ring key of the keyring at ring under the KEK
 // file kek, read from the file as the keyring keeps it (bucket meta, key
 // ring-key, wrapped under the KEK).
-func ringKey(t *testing.T, ring, kek string) []byte {
+func ringKeyOf(t *testing.T, ring, kek string) []byte {
 	t.Helper()
 	k, err := keyring.LoadKEKFile(kek)
 	if err != nil {
@@ -122,9 +122,9 @@ func ringKey(t *testing.T, ring, kek string) []byte {
 	return raw
 }
 
-// deksOf returns the DEKs of ids in the ring at ring under the KEK kek;
+// grantDEKsOf returns the DEKs of ids in the ring at ring under the KEK kek;
 // a missing one is the zero DEK.
-func deksOf(t *testing.T, ring, kek string, ids []string) []pme.DEK {
+func grantDEKsOf(t *testing.T, ring, kek string, ids []string) []pme.DEK {
 	t.Helper()
 	r, err := ringKEK(t, ring, kek)
 	if err != nil {
@@ -152,11 +152,11 @@ func TestGrant(t *testing.T) {
 	b.store = a.store
 	ids := a.importSome(3)
 	tids := a.importCSVTable("orders", 2)
-	rcpt := b.identity()
-	if again := b.identity(); again != rcpt {
+	rcpt := b.grantIdentity()
+	if again := b.grantIdentity(); again != rcpt {
 		t.Fatalf("keys identity changed the identity: %s, then %s", rcpt, again)
 	}
-	if fi, err := os.Stat(b.identityPath()); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(b.grantIdentityPath()); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("identity file: %v, %v", fi, err)
 	}
 	if _, err := os.Stat(b.kekPath()); !os.IsNotExist(err) {
@@ -181,10 +181,10 @@ func TestGrant(t *testing.T) {
 
 	// What the grant holds: no KEK, no ring key, no DEK in the clear.
 	raw, _ := os.ReadFile(g)
-	plain := payload(t, g, b.identityPath())
+	plain := grantPlain(t, g, b.grantIdentityPath())
 	kek, _ := os.ReadFile(a.kekPath())
-	secrets := map[string][]byte{"the KEK": kek, "the ring key": ringKey(t, a.ringPath(), a.kekPath())}
-	for i, d := range deksOf(t, a.ringPath(), a.kekPath(), append(ids[:2:2], tids...)) {
+	secrets := map[string][]byte{"the KEK": kek, "the ring key": ringKeyOf(t, a.ringPath(), a.kekPath())}
+	for i, d := range grantDEKsOf(t, a.ringPath(), a.kekPath(), append(ids[:2:2], tids...)) {
 		if d.IsZero() {
 			t.Fatalf("A holds no DEK for object %d", i)
 		}
@@ -209,7 +209,7 @@ func TestGrant(t *testing.T) {
 	// Another identity: refused, and nothing created.
 	c := newEnv(t)
 	c.store = a.store
-	c.identity()
+	c.grantIdentity()
 	c.fails(exitKey, []string{"not for this identity"}, "keys", "accept", g)
 	if _, err := os.Stat(c.ringPath()); !os.IsNotExist(err) {
 		t.Fatalf("a refused grant made a keyring: %v", err)
@@ -259,8 +259,8 @@ func TestGrant(t *testing.T) {
 	}
 }
 
-// ringLen returns how many DEKs the ring of e holds.
-func (e *env) ringLen() int {
+// grantRingLen returns how many DEKs the ring of e holds.
+func (e *env) grantRingLen() int {
 	e.t.Helper()
 	r, err := ringKEK(e.t, e.ringPath(), e.kekPath())
 	if err != nil {
@@ -283,13 +283,13 @@ func TestGrantReplay(t *testing.T) {
 	a, b := newEnv(t), newEnv(t)
 	b.store = a.store
 	ids := a.importSome(3)
-	rcpt := b.identity()
+	rcpt := b.grantIdentity()
 	dir := t.TempDir()
 	g0, g := filepath.Join(dir, "g0.age"), filepath.Join(dir, "g.age")
 	a.ok("keys", "grant", ids[2], "--to", rcpt, "-o", g0)
 	b.ok("keys", "accept", g0)
 	a.ok("keys", "grant", ids[0], ids[1], "--to", rcpt, "-o", g)
-	plain := payload(t, g, b.identityPath())
+	plain := grantPlain(t, g, b.grantIdentityPath())
 	id2, _ := storageid.Parse(ids[2])
 
 	forged := map[string]func(p *grantPayload){
@@ -298,11 +298,11 @@ func TestGrantReplay(t *testing.T) {
 		},
 		"storage_ids swapped": func(p *grantPayload) {
 			p.deks[0].id, p.deks[1].id = p.deks[1].id, p.deks[0].id
-			sortDEKs(p.deks)
+			sortGrantDEKs(p.deks)
 		},
 		"a storage_id replaced by one held": func(p *grantPayload) {
 			p.deks[0].id = id2
-			sortDEKs(p.deks)
+			sortGrantDEKs(p.deks)
 		},
 		"a sealed DEK altered":  func(p *grantPayload) { p.deks[1].sealed[20] ^= 1 },
 		"the grant key altered": func(p *grantPayload) { p.key[0] ^= 1 },
@@ -314,10 +314,10 @@ func TestGrantReplay(t *testing.T) {
 		}
 		forge(p)
 		f := filepath.Join(dir, "forged.age")
-		sealTo(t, p.encode(), rcpt, f)
+		sealGrantTo(t, p.encode(), rcpt, f)
 		r := b.sop("keys", "accept", f)
 		checkFailure(t, r, exitKey, []string{"does not open for its storage_id"}, []string{"keys", "accept", name})
-		if n := b.ringLen(); n != 1 {
+		if n := b.grantRingLen(); n != 1 {
 			t.Fatalf("%s: B holds %d DEKs after a refused grant, want 1", name, n)
 		}
 	}
@@ -328,9 +328,9 @@ func TestGrantReplay(t *testing.T) {
 	other := storageid.Sum([]byte("other"))
 	p.seal([]keyring.Entry{{ID: id2, DEK: pme.NewDEK()}, {ID: other, DEK: pme.NewDEK()}})
 	f := filepath.Join(dir, "conflict.age")
-	sealTo(t, p.encode(), rcpt, f)
+	sealGrantTo(t, p.encode(), rcpt, f)
 	b.fails(exitKey, []string{ids[2], "different DEK", "nothing was accepted"}, "keys", "accept", f)
-	if n := b.ringLen(); n != 1 {
+	if n := b.grantRingLen(); n != 1 {
 		t.Fatalf("B holds %d DEKs after a conflicting grant, want 1", n)
 	}
 	want := a.ok("export", ids[2], "--format", "csv").stdout
@@ -338,7 +338,7 @@ func TestGrantReplay(t *testing.T) {
 		t.Fatalf("B's object after a conflicting grant: %q, want %q", got, want)
 	}
 	b.ok("keys", "accept", g)
-	if n := b.ringLen(); n != 3 {
+	if n := b.grantRingLen(); n != 3 {
 		t.Fatalf("B holds %d DEKs, want 3", n)
 	}
 
@@ -360,19 +360,19 @@ func TestGrantReplay(t *testing.T) {
 	c := newEnv(t)
 	c.store = a.store
 	c.importCSVTable("orders", 1)
-	rc := c.identity()
+	rc := c.grantIdentity()
 	gc := filepath.Join(dir, "gc.age")
 	a.ok("keys", "grant", "orders", "--to", rc, "-o", gc)
 	c.fails(exitFailure, []string{"orders", "another table", "nothing was accepted"}, "keys", "accept", gc)
-	if n := c.ringLen(); n != 1 {
+	if n := c.grantRingLen(); n != 1 {
 		t.Fatalf("C holds %d DEKs after a refused table, want 1", n)
 	}
-	p, err := decodeGrant(payload(t, gt, b.identityPath()))
+	p, err := decodeGrant(grantPlain(t, gt, b.grantIdentityPath()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.deks = p.deks[1:]
-	sealTo(t, p.encode(), rcpt, f)
+	sealGrantTo(t, p.encode(), rcpt, f)
 	b.fails(exitFailure, []string{"has no DEK in the grant"}, "keys", "accept", f)
 }
 
@@ -384,7 +384,7 @@ func TestGrantConcurrentAccepts(t *testing.T) {
 	a, b := newEnv(t), newEnv(t)
 	b.store = a.store
 	ids := a.importSome(8)
-	rcpt := b.identity()
+	rcpt := b.grantIdentity()
 	dir := t.TempDir()
 	var grants []string
 	for i := range 4 {
@@ -421,7 +421,7 @@ func TestGrantConcurrentAccepts(t *testing.T) {
 		}
 		own = append(own, res.StorageID)
 	}
-	if n := b.ringLen(); n != 10 {
+	if n := b.grantRingLen(); n != 10 {
 		t.Fatalf("B holds %d DEKs, want 8 granted and 2 its own", n)
 	}
 	b.readsAll(append(ids, own...), nil)

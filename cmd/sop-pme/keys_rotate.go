@@ -34,7 +34,7 @@ func (a *app) keysCmd() *cobra.Command {
 			return usagef("keys takes a subcommand: rotate, identity, grant or accept")
 		}),
 	}
-	keys.AddCommand(a.rotateCmd(), a.identityCmd(), a.grantCmd(), a.acceptCmd())
+	keys.AddCommand(a.rotateCmd(), a.keysIdentityCmd(), a.grantCmd(), a.acceptCmd())
 	return keys
 }
 

@@ -23,7 +23,7 @@ func TestSQLGrant(t *testing.T) {
 	}
 	a.importTable("orders", files)
 	g := filepath.Join(dir, "g.age")
-	a.ok("keys", "grant", "orders", "--to", b.identity(), "-o", g)
+	a.ok("keys", "grant", "orders", "--to", b.grantIdentity(), "-o", g)
 	b.ok("keys", "accept", g)
 	const q = "SELECT count(*) AS n, sum(id) AS s, min(v) AS m FROM sop_scan('orders')"
 	want := a.ok("sql", "--csv", q).stdout
