@@ -34,7 +34,7 @@
 // database is open, and the lock conflicts even between two opens in one
 // process, so a Ring that kept the file open would block every other Ring
 // and process. Each operation therefore opens the file, takes the lock, runs
-// one transaction and closes it: writes (Put, PutBatch, Delete, Rotate,
+// one transaction and closes it: writes (Put, PutBatch, Add, Delete, Rotate,
 // Rekey, ImportV1) under the exclusive lock, reads (ResolveDEK, Len) under a
 // shared lock, so readers run side by side. A Ring orders its own operations
 // the same way, so it never waits on itself. A lock held elsewhere is waited
