@@ -470,7 +470,8 @@ same table again (a later grant with more objects) merges.`,
 					return fmt.Errorf("%s: %w: %s", src, errGrantFormat, catalogText(err))
 				}
 				if err := checkTableName(t.Name); err != nil {
-					return fmt.Errorf("%s: %w: %w", src, errGrantFormat, err)
+					// Not a usage error: the name is the grant's.
+					return fmt.Errorf("%s: %w: %s", src, errGrantFormat, err.Error())
 				}
 				for _, o := range t.Objects {
 					if !have[o.ID] {
