@@ -45,6 +45,17 @@
 // allocates by lengths it does not check), and trailing bytes are an error.
 // A malformed record is ErrRecord.
 //
+// # Handing a table to another catalog
+//
+// ExportTable returns a table's records in the clear, and Import adds
+// records so exported to another catalog, with the DEKs of their objects,
+// in one transaction (the command's key grants: another node, another
+// ring key). A table keeps its identity, its 16-byte key, across
+// catalogs: the same table imported again merges, and another table of
+// the same name is ErrConflict, never a silent merge of two tables. The
+// records are parsed as strictly as the catalog's own before anything is
+// written, since they come from outside the ring file.
+//
 // # Concurrency
 //
 // A Catalog is safe for concurrent use, and any number of processes may use

@@ -34,7 +34,7 @@
 // database is open, and the lock conflicts even between two opens in one
 // process, so a Ring that kept the file open would block every other Ring
 // and process. Each operation therefore opens the file, takes the lock, runs
-// one transaction and closes it: writes (Put, PutBatch, Delete, Rotate,
+// one transaction and closes it: writes (Put, PutBatch, Add, Delete, Rotate,
 // Rekey, ImportV1) under the exclusive lock, reads (ResolveDEK, Len) under a
 // shared lock, so readers run side by side. A Ring orders its own operations
 // the same way, so it never waits on itself. A lock held elsewhere is waited
@@ -158,7 +158,7 @@ var (
 	// wrapped keys, were not all overwritten (an I/O error). The change
 	// holds; Scrub, or the next Delete, Rekey or Rotate, finishes it.
 	ErrScrub = errors.New("keyring: the change committed, but the pages it freed were not overwritten")
-	// ErrConflict reports an import that would replace a DEK the ring holds
+	// ErrConflict reports an import or Add that would replace a DEK the ring holds
 	// for the same storage_id by a different one. Nothing was changed.
 	ErrConflict = errors.New("keyring: a different DEK is already held for this storage_id")
 	// ErrKEK reports a KEK of the wrong size, the zero KEK, or no master.

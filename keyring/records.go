@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/storageid"
 )
 
 // Limits of records, in bytes.
@@ -92,6 +93,9 @@ type RecordTx struct {
 
 	wrote map[string][]byte // key → sealed value, nil if deleted (Update)
 	shred bool              // a record was deleted or replaced
+
+	tx   *bolt.Tx       // the transaction (Update), for AddDEKs
+	deks []storageid.ID // DEKs AddDEKs added or found, read back after the commit
 }
 
 // View runs fn in one read transaction under the shared lock of the ring
@@ -170,11 +174,22 @@ func (rs *Records) Update(ctx context.Context, fn func(tx *RecordTx) error) erro
 		if err != nil {
 			return err
 		}
-		rt = &RecordTx{space: rs.space, b: b, ring: ring, write: true, wrote: map[string][]byte{}}
+		rt = &RecordTx{space: rs.space, b: b, ring: ring, write: true, wrote: map[string][]byte{}, tx: tx}
 		defer func() { rt.done = true }()
 		fnErr = fn(rt)
 		return fnErr
 	}, func(tx *bolt.Tx) error {
+		if len(rt.deks) > 0 {
+			_, deks, _, err := buckets(tx)
+			if err != nil {
+				return err
+			}
+			for _, id := range rt.deks {
+				if v := deks.Get(id[:]); v == nil || !wrappedLen(len(v)) {
+					return fmt.Errorf("%w: the DEK added for %s does not read back", ErrFile, id)
+				}
+			}
+		}
 		if len(rt.wrote) == 0 {
 			return nil
 		}

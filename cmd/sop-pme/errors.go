@@ -111,6 +111,12 @@ func classify(err error, subject string) (int, string) {
 		return exitKey, at("the keyring holds no DEK for this object")
 	case errors.Is(err, pme.ErrAuth):
 		return exitKey, at("the DEK does not open the object, whose bytes match the storage_id: wrong key")
+	case errors.Is(err, errGrantIdentity), errors.Is(err, errGrantEntry), errors.Is(err, errIdentityFile):
+		// Key grants (keys accept): a grant for another identity, an entry
+		// that does not open for its storage_id, a bad identity file. (A
+		// DEK that differs from the one held, keyring.ErrConflict, is
+		// exit 5 from keys accept, which says so.)
+		return exitKey, at(clean(err))
 	case errors.Is(err, errNonConformant):
 		return exitNonConform, at(errNonConformant.Error())
 	case errors.Is(err, reader.ErrFormat), errors.Is(err, pme.ErrFormat), errors.Is(err, pme.ErrPlaintextFooter),

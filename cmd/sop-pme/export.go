@@ -128,7 +128,7 @@ Every object is read through verified ranges, as one is.
 			if rs, ok := objs.st.(interface{ BytesReceived() uint64 }); ok {
 				recv = fmt.Sprintf(", %d bytes received from the node", rs.BytesReceived())
 			}
-			m.done("exported %d rows of %s to %s (%s fetched, %s verified, %d modules opened%s)", rows, id, dest,
+			m.done("exported %d %s of %s to %s (%s fetched, %s verified, %d modules opened%s)", rows, plural(int(rows), "row", "rows"), id, dest,
 				mb(stats.BytesFetched), mb(stats.BytesVerified), stats.ModulesOpened, recv)
 			return nil
 		})),

@@ -71,7 +71,7 @@ func (a *app) exportTable(ctx context.Context, flags *objectFlags, name string, 
 	if err != nil {
 		return err
 	}
-	m.done("exported %d rows of table %s (%d %s) to %s", rows, name, len(t.Objects), plural(len(t.Objects), "object", "objects"), dest)
+	m.done("exported %d %s of table %s (%d %s) to %s", rows, plural(int(rows), "row", "rows"), name, len(t.Objects), plural(len(t.Objects), "object", "objects"), dest)
 	return nil
 }
 

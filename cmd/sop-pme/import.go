@@ -321,9 +321,9 @@ func (im *importer) run(ctx context.Context, path string) error {
 func (im *importer) finish(m *meter, w imported, name string) importResult {
 	obj, prog := w.obj, w.prog
 	if w.how == pathSealed {
-		m.done("sealed %d rows of %s byte for byte%s (%s in, %s object)", prog.Rows, name, rewritten(prog.RewrittenPages), mb(m.n.Load()), mb(int64(obj.Size)))
+		m.done("sealed %d %s of %s byte for byte%s (%s in, %s object)", prog.Rows, plural(int(prog.Rows), "row", "rows"), name, rewritten(prog.RewrittenPages), mb(m.n.Load()), mb(int64(obj.Size)))
 	} else {
-		m.done("imported %d rows from %s, re-encoded: %s (%s in, %s object)", prog.Rows, name, w.why, mb(m.n.Load()), mb(int64(obj.Size)))
+		m.done("imported %d %s from %s, re-encoded: %s (%s in, %s object)", prog.Rows, plural(int(prog.Rows), "row", "rows"), name, w.why, mb(m.n.Load()), mb(int64(obj.Size)))
 	}
 	return importResult{
 		StorageID: obj.StorageID.String(), Size: obj.Size, UnpaddedSize: obj.UnpaddedSize,

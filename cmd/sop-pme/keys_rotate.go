@@ -25,15 +25,16 @@ type rotateResult struct {
 func (a *app) keysCmd() *cobra.Command {
 	keys := &cobra.Command{
 		Use:   "keys",
-		Short: "Manage the key-encryption key and the keyring",
+		Short: "Manage the key-encryption key and the keyring, and share DEKs with another node",
+		Long:  keysLong,
 		Args:  exactArgs(0, "a subcommand (see sop-pme keys -h)"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			cmd.SetOut(a.stderr)
 			cmd.Help()
-			return usagef("keys takes a subcommand: rotate")
+			return usagef("keys takes a subcommand: rotate, identity, grant or accept")
 		}),
 	}
-	keys.AddCommand(a.rotateCmd())
+	keys.AddCommand(a.rotateCmd(), a.keysIdentityCmd(), a.grantCmd(), a.acceptCmd())
 	return keys
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -147,6 +148,7 @@ func runREADME(t *testing.T, bin string) {
 	gobin := filepath.Join(t.TempDir(), "bin")
 	sop := ""
 	id := ""
+	recipient := ""
 	vars := slices.Clone(e.vars)
 	makeInputs(t, e, work)
 	ran := 0
@@ -198,6 +200,9 @@ func runREADME(t *testing.T, bin string) {
 		args := slices.Clone(w[1:])
 		for i, a := range args {
 			args[i] = strings.ReplaceAll(a, "ID", id)
+			if a == "RECIPIENT" {
+				args[i] = recipient
+			}
 		}
 		r := runTTY(t, sop, work, vars, l.out, args...)
 		switch {
@@ -215,6 +220,11 @@ func runREADME(t *testing.T, bin string) {
 				t.Fatalf("README: %s printed no storage_id:\n%s", l.text, r)
 			}
 		}
+		if len(w) > 2 && w[1] == "keys" && w[2] == "identity" {
+			// keys grant --to RECIPIENT: the one printed (here, this
+			// node's own: the grant is accepted where it was made).
+			recipient = ageRecipient.FindString(r.stdout)
+		}
 		if w[1] == "rm" {
 			// The object is gone: the lines after it use a new one.
 			r := runTTY(t, sop, work, vars, "", "import", "orders.parquet")
@@ -230,6 +240,9 @@ func runREADME(t *testing.T, bin string) {
 		t.Fatalf("the README's commands ran %d lines, installed %q, imported %q", ran, sop, id)
 	}
 }
+
+// ageRecipient matches an age X25519 recipient, as keys identity prints it.
+var ageRecipient = regexp.MustCompile(`age1[02-9ac-hj-np-z]{58}`)
 
 // makeInputs writes the README's example inputs into dir: orders.parquet (the
 // demo's table of orders, every field with a field ID) and data.csv.

@@ -159,7 +159,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	fmt.Fprintln(a.stdout, ticket)
 	if !a.quiet {
-		fmt.Fprintf(a.stderr, "sop-pme: serving %d objects of %s at %s (iroh store %s); whoever holds the ticket can fetch any of them by storage_id; Ctrl-C stops\n", n, f.store.name(), addr, dir)
+		fmt.Fprintf(a.stderr, "sop-pme: serving %d %s of %s at %s (iroh store %s); whoever holds the ticket can fetch any of them by storage_id; Ctrl-C stops\n", n, plural(n, "object", "objects"), f.store.name(), addr, dir)
 	}
 	var tick <-chan time.Time
 	if f.rescan > 0 {
@@ -175,7 +175,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 			if m, err := a.syncServed(ctx, src, node, f.store.name()); err != nil && ctx.Err() == nil {
 				fmt.Fprintf(a.stderr, "sop-pme: warning: looking for new objects: %s\n", clean(err))
 			} else if m > n && !a.quiet {
-				fmt.Fprintf(a.stderr, "sop-pme: serving %d objects\n", m)
+				fmt.Fprintf(a.stderr, "sop-pme: serving %d %s\n", m, plural(m, "object", "objects"))
 				n = m
 			}
 		}

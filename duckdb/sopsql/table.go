@@ -306,6 +306,9 @@ func (s *tableScan) planObject(r *reader.Reader) (objectPlan, error) {
 		c := s.cols[out]
 		widen, target, ok := adapt(f.Type, c.dt)
 		if !ok {
+			widen, target, ok = adaptNested(f, c.name, c.dt)
+		}
+		if !ok {
 			return p, fmt.Errorf("%w: column %q (field ID %d) is %s in the object, %s in the table, and does not widen", ErrType, c.name, id, f.Type, c.dt)
 		}
 		oc := objectColumn{out: out, dt: f.Type, widen: widen}

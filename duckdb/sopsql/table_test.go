@@ -778,3 +778,38 @@ func (l lockedTables) Table(ctx context.Context, name string) (*Table, error) {
 	defer l.mu.Unlock()
 	return l.m.Table(ctx, name)
 }
+
+// TestTableNestedEvolution: a struct whose children were promoted, renamed,
+// added and dropped, and a list whose element was promoted, read through
+// sop_scan('t') as table.Scan reads them: children matched by field ID, a
+// promoted one widened, an added one NULL. The expected rows are DuckDB's
+// own casts of the object's columns.
+func TestTableNestedEvolution(t *testing.T) {
+	t.Parallel()
+	f := func(name string, dt arrow.DataType, id int) arrow.Field {
+		return arrow.Field{Name: name, Type: dt, Nullable: true, Metadata: testtables.FieldID(id)}
+	}
+	p := arrow.PrimitiveTypes
+	from := arrow.NewSchema([]arrow.Field{
+		f("k", p.Int64, 1),
+		f("s", arrow.StructOf(f("a", p.Int32, 4), f("b", p.Float32, 5), f("gone", p.Int16, 6)), 2),
+		f("l", arrow.ListOfField(f("element", p.Int16, 7)), 3),
+	}, nil)
+	to := arrow.NewSchema([]arrow.Field{
+		f("k", p.Int64, 1),
+		f("s", arrow.StructOf(f("a", p.Int64, 4), f("bee", p.Float64, 5), f("new", p.Int32, 8)), 2),
+		f("l", arrow.ListOfField(f("element", p.Int64, 7)), 3),
+	}, nil)
+	rec := testtables.Record(from, 2000, 9)
+	defer rec.Release()
+	st := ducktest.NewStore(t)
+	id := st.Write(t, rec.Schema(), []arrow.RecordBatch{rec}, writer.WithRowGroupRows(700)).StorageID
+	db := openDB(t, st, st, WithTables(fakeTables{"t": {Schema: to, Objects: []TableObject{{ID: id, Rows: 2000}}}})).SQL()
+	want := ducktest.MustQuery(t, db, "SELECT k, CASE WHEN s IS NULL THEN NULL ELSE {'a': s.a::BIGINT, 'bee': s.b::DOUBLE, 'new': NULL::INTEGER} END::VARCHAR, l::BIGINT[]::VARCHAR FROM "+sopScan(id)+" ORDER BY k")
+	got := ducktest.MustQuery(t, db, "SELECT k, s::VARCHAR, l::VARCHAR FROM sop_scan('t') ORDER BY k")
+	compareRows(t, "nested evolution", want, got)
+	types := ducktest.MustQuery(t, db, "SELECT column_type FROM (DESCRIBE SELECT * FROM sop_scan('t'))")
+	if fmt.Sprint(types) != "[[BIGINT] [STRUCT(a BIGINT, bee DOUBLE, \"new\" INTEGER)] [BIGINT[]]]" {
+		t.Errorf("types: %v", types)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/sovm/sop-pme/table"
 )
 
 // This file adapts the columns of a table's objects to the table's current
@@ -54,9 +56,9 @@ func adapt(got, want arrow.DataType) (widen widenFunc, target arrow.DataType, ok
 // does not tell apart: a string of any width or a dictionary of strings,
 // a decimal of the same precision and scale in any width, a time32[ms]
 // for a time32[s] (Parquet keeps TIME in milliseconds at least), a list
-// whose element field has another name, nested types of such. Widening
-// inside a nested type is not done: such a promotion fails the query with
-// ErrType.
+// whose element field has another name, nested types of such. A nested
+// column whose children evolved otherwise (a child promoted, renamed,
+// added or dropped) goes through adaptNested.
 func sameDuckType(a, b arrow.DataType) bool {
 	ca, err := newConv(a)
 	if err != nil {
@@ -294,4 +296,36 @@ func widenDecimal128[S decimal.Decimal32 | decimal.Decimal64 | decimal128.Num](d
 			return nil
 		})
 	}
+}
+
+// adaptNested returns how an object's nested column f (a struct, list or
+// map) is read as a table column of type want whose children were evolved
+// (a child promoted, renamed, added or dropped): by package table's
+// Adapter, which matches children by field ID at every depth, as
+// table.Scan does, and widens a promoted leaf. ok is false for a column
+// that is not nested, or that the Adapter refuses.
+func adaptNested(f arrow.Field, name string, want arrow.DataType) (widenFunc, arrow.DataType, bool) {
+	switch f.Type.(type) {
+	case *arrow.StructType, arrow.ListLikeType:
+	default:
+		return nil, nil, false
+	}
+	target := arrow.NewSchema([]arrow.Field{{Name: name, Type: want, Nullable: true, Metadata: f.Metadata}}, nil)
+	source := arrow.NewSchema([]arrow.Field{f}, nil)
+	ad, err := table.NewAdapter(target, source)
+	if err != nil {
+		return nil, nil, false
+	}
+	return func(arr arrow.Array) (arrow.Array, error) {
+		rec := array.NewRecordBatch(source, []arrow.Array{arr}, int64(arr.Len()))
+		defer rec.Release()
+		out, err := ad.Adapt(rec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrType, err)
+		}
+		defer out.Release()
+		col := out.Column(0)
+		col.Retain()
+		return col, nil
+	}, want, true
 }
