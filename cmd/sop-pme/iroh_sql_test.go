@@ -11,8 +11,8 @@ import (
 // irohSQLBinary has both iroh and DuckDB.
 var irohSQLBinary = builder("sop-pme-iroh-sql", "iroh duckdb")
 
-// TestIrohSQL: node B runs sop-pme sql over node A's table through
-// --store iroh://TICKET and gets A's answer; with A's copy of one object
+// TestIrohSQL: node B, with a grant of the table only, runs sop-pme sql
+// over node A's table through --store iroh://TICKET and gets A's answer; with A's copy of one object
 // damaged, the query fails with exit 4 and prints no row.
 func TestIrohSQL(t *testing.T) {
 	t.Parallel()
@@ -20,7 +20,7 @@ func TestIrohSQL(t *testing.T) {
 	a.bin, b.bin = irohSQLBinary(t), irohSQLBinary(t)
 	dir := t.TempDir()
 	res := a.importTable("orders", []string{bigCSV(t, dir, "a.csv", 0, 3000), bigCSV(t, dir, "b.csv", 3000, 3000)})
-	copyKeys(t, a, b)
+	grantTable(t, a, b, "orders")
 	irohA := filepath.Join(t.TempDir(), "iroh-a")
 	srv := serve(t, a, irohA, "--rescan", "0")
 	b.store = "iroh://" + srv.ticket
