@@ -5,16 +5,22 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sovm/sop-pme/blobs"
 )
 
 // The tests of serve, fetch and iroh:// stores: two nodes on 127.0.0.1,
@@ -234,4 +240,85 @@ func TestIrohTwoNodes(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("fetch from the cache with the node gone: %s", r)
 	}
+}
+
+// TestIrohFetchResume: a fetch interrupted (SIGINT) midway publishes
+// nothing in the store, and the next fetch with the same cache receives
+// only what is missing, then commits the whole object, verified.
+func TestIrohFetchResume(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	a.bin, b.bin = irohBinary(t), irohBinary(t)
+	// Any blob is an object to fetch: 128 MiB of random bytes, two fetch
+	// calls of 64 MiB.
+	const size = 2 * fetchChunk
+	d, err := blobs.CreateDir(a.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := d.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewChaCha8([32]byte{7}))
+	buf := make([]byte, 1<<20)
+	for range size / len(buf) {
+		for i := range buf {
+			buf[i] = byte(rng.Uint32())
+		}
+		if _, err := p.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sid, err := p.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	id := sid.String()
+	srv := serve(t, a, filepath.Join(t.TempDir(), "iroh-a"), "--rescan", "0")
+	received := regexp.MustCompile(`; (\d+) bytes received from the node`)
+
+	for _, delay := range []time.Duration{150 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond, 2400 * time.Millisecond} {
+		local := filepath.Join(t.TempDir(), "store")
+		cache := filepath.Join(t.TempDir(), "cache")
+		cmd := exec.Command(b.binary(), "fetch", id, "--from", srv.ticket, "--store", local, "--cache", cache)
+		cmd.Env = b.vars
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		if err == nil {
+			t.Logf("fetch ended before SIGINT at %v; trying sooner is pointless, giving up on resumption", delay)
+			break
+		}
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+			t.Logf("fetch interrupted at %v: %v (%s); trying later", delay, err, stderr.String())
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(local, id+".data")); !os.IsNotExist(err) {
+			t.Fatalf("an interrupted fetch left the object in the store: %v", err)
+		}
+		r := b.run(nil, "fetch", id, "--from", srv.ticket, "--store", local, "--cache", cache)
+		m := received.FindStringSubmatch(r.stderr)
+		if r.code != 0 || m == nil {
+			t.Fatalf("fetch after an interruption: %s", r)
+		}
+		n, _ := strconv.Atoi(m[1])
+		if n >= size {
+			t.Logf("fetch interrupted at %v had kept nothing (%d bytes received after); trying later", delay, n)
+			continue
+		}
+		t.Logf("interrupted at %v; the resumed fetch received %d of %d bytes", delay, n, size)
+		if r := b.run([]string{"SOP_PME_STORE=" + local}, "verify", id); r.code != 0 {
+			t.Fatalf("verify of the resumed fetch: %s", r)
+		}
+		return
+	}
+	t.Fatal("no interruption left a partial fetch to resume")
 }

@@ -13,7 +13,10 @@
 //
 // The sql command (sqlcmd.go) runs DuckDB, a cgo dependency, only in a
 // build with the duckdb tag (sql.go); without the tag (sql_off.go) the
-// build is pure Go, and sql says how to get one with it.
+// build is pure Go, and sql says how to get one with it. Likewise serve,
+// fetch and iroh:// stores (store_iroh.go, serve.go) need the iroh tag and
+// the Rust library of package blobs/iroh; without it (store_iroh_off.go)
+// they say this sop-pme was built without iroh.
 package main
 
 import (
