@@ -161,6 +161,8 @@ func TestIrohTwoNodes(t *testing.T) {
 	irohA := filepath.Join(t.TempDir(), "iroh-a")
 	srv := serve(t, a, irohA, "--rescan", "200ms")
 	b.store = "iroh://" + srv.ticket
+	// A binding peers cannot dial is refused.
+	a.fails(exitUsage, []string{"--bind 0.0.0.0:0"}, "serve", "--bind", "0.0.0.0:0", "--iroh-dir", filepath.Join(t.TempDir(), "other"))
 
 	// Every reading command, over iroh, as A reads locally.
 	want := a.ok("export", id0, "--format", "csv").stdout
