@@ -219,7 +219,7 @@ func (a *app) syncServed(ctx context.Context, src store, node *iroh.Store, name 
 // more than 1 MiB is streamed by the iroh store, and verified in one pass.
 // Copying 256 MiB from an iroh store into a directory store took 0.44-0.50 s
 // with 16 MiB against 0.86-1.62 s with 4 MiB (fetch from a cache that held
-// it all, on the 2-core test machine).
+// it all, on the shared 2-core test machine, in one noisy sitting).
 const copyBuf = 16 << 20
 
 // copyVerified copies object id from src into dst: every range read through
