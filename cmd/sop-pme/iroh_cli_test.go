@@ -172,7 +172,12 @@ func TestIrohTwoNodes(t *testing.T) {
 	if got, w := b.ok("export", id1, "--format", "csv", "--fields", "id").stdout, a.ok("export", id1, "--format", "csv", "--fields", "id").stdout; got != w {
 		t.Fatal("B's projection over iroh differs from A's")
 	}
-	for _, c := range [][]string{{"verify", id0, id1}, {"check", id0}, {"schema", id0}, {"inspect", id1}} {
+	// The table the grant named, by name: its objects from A, its schema
+	// from B's catalog.
+	if got, w := b.ok("export", "orders", "--format", "csv").stdout, a.ok("export", "orders", "--format", "csv").stdout; got != w {
+		t.Fatal("B's export of the table over iroh differs from A's")
+	}
+	for _, c := range [][]string{{"verify", id0, id1}, {"verify", "orders"}, {"check", id0}, {"schema", id0}, {"schema", "orders"}, {"inspect", id1}} {
 		b.ok(c...)
 	}
 	b.fails(exitUsage, []string{"cannot be listed"}, "verify", "--all")
