@@ -327,34 +327,85 @@ func (a *app) runFetch(cmd *cobra.Command, f *fetchFlags, args []string) error {
 	return nil
 }
 
-// fetchOne fetches object id from the node into the cache, all of it, then
-// copies it verified into st.
+// fetchOne fetches object id from the node into the cache, all of it, and
+// copies it into st as it arrives: each part fetched (fetchChunk bytes,
+// verified by iroh-blobs on arrival) is read back verified from the cache
+// (verify.Reader) and written to a Pending of st while the next part is
+// fetched. The Pending is committed only after the last byte was written,
+// and only if st computes id: st never shows part of the object. If the
+// fetch stops, the Pending is discarded, and the cache keeps what arrived
+// for the next fetch.
 func (a *app) fetchOne(ctx context.Context, cache *iroh.Store, from string, id storageid.ID, st store) error {
 	// The last group first: it proves the size.
 	got, err := cache.Fetch(ctx, from, id, 1<<62, 1)
 	if err != nil {
 		return err
 	}
-	size, err := cache.Size(ctx, id)
+	vr, err := verify.NewReader(ctx, cache, id)
 	if err != nil {
 		return err
 	}
-	m := a.newMeter("fetch "+id.String()[:12], int64(size))
-	received := got
-	for off := uint64(0); off < size; off += fetchChunk {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		k := min(fetchChunk, size-off)
-		n, err := cache.Fetch(ctx, from, id, off, k)
-		received += n
-		if err != nil {
-			return err
-		}
-		m.add(int(k))
-	}
-	if err := copyVerified(ctx, cache, id, st); err != nil {
+	size := uint64(vr.Size())
+	p, err := st.Create(ctx)
+	if err != nil {
 		return err
+	}
+	defer p.Abort()
+	m := a.newMeter("fetch "+id.String()[:12], int64(size))
+
+	type part struct {
+		off, n   uint64
+		received uint64
+		err      error
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := make(chan part, 1)
+	go func() {
+		defer close(parts)
+		for off := uint64(0); off < size; off += fetchChunk {
+			pt := part{off: off, n: min(fetchChunk, size-off)}
+			if pt.err = fctx.Err(); pt.err == nil {
+				pt.received, pt.err = cache.Fetch(fctx, from, id, pt.off, pt.n)
+			}
+			select {
+			case parts <- pt:
+			case <-fctx.Done():
+				return
+			}
+			if pt.err != nil {
+				return
+			}
+		}
+	}()
+	received := got
+	buf := make([]byte, copyBuf)
+	for pt := range parts {
+		received += pt.received
+		if pt.err != nil {
+			return pt.err
+		}
+		for off := pt.off; off < pt.off+pt.n; {
+			k := min(uint64(len(buf)), pt.off+pt.n-off)
+			if _, err := vr.ReadAtContext(ctx, buf[:k], int64(off)); err != nil {
+				return err
+			}
+			if _, err := p.Write(buf[:k]); err != nil {
+				return err
+			}
+			m.add(int(k))
+			off += k
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, err := p.Commit(ctx)
+	if err != nil {
+		return err
+	}
+	if c != id {
+		return fmt.Errorf("the copy's storage_id is %s: %w", c, verify.ErrVerify)
 	}
 	m.done("fetched %s (%d bytes; %d bytes received from the node) into the store", id, size, received)
 	return nil
