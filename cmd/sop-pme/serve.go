@@ -97,9 +97,10 @@ prints, works too: its address is used, not its hash) into the store.
 
 Every 16 KiB group is verified against the storage_id as it arrives and
 kept in a cache (--cache; by default under the user cache directory), so a
-fetch that is interrupted resumes where it stopped when run again. An object
-enters the store only once all of it arrived, read back verified from the
-cache: a store never holds part of an object. An object the store already
+fetch that is interrupted resumes where it stopped when run again. What
+arrives is read back verified from the cache and staged in the store, and the
+object is committed only once all of it arrived: a store never shows part of
+an object. An object the store already
 holds is not fetched again. The cache keeps what it fetched; remove the
 directory to reclaim the space (only one sop-pme fetch can use a cache at a
 time).
