@@ -766,15 +766,15 @@ func TestTicketsAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := a.ServeOn(ctx, "127.0.0.1:0")
+	addr, err := a.ServeOn(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ServeOn(ctx, "127.0.0.2:0"); !isCode(err, CodeInvalid) {
+	if _, err := a.ServeOn(ctx, "127.0.0.2:0", nil); !isCode(err, CodeInvalid) {
 		t.Fatalf("ServeOn with another binding: %v, want CodeInvalid", err)
 	}
 	for _, bad := range []string{"0.0.0.0:0", "[::]:1", "127.0.0.1", "nowhere:1"} {
-		if _, err := openStore(t, t.TempDir()).ServeOn(ctx, bad); !isCode(err, CodeInvalid) {
+		if _, err := openStore(t, t.TempDir()).ServeOn(ctx, bad, nil); !isCode(err, CodeInvalid) {
 			t.Errorf("ServeOn(%q): %v, want CodeInvalid", bad, err)
 		}
 	}
@@ -812,4 +812,49 @@ func TestTicketsAndResume(t *testing.T) {
 func isCode(err error, c Code) bool {
 	var ie *Error
 	return errors.As(err, &ie) && ie.Code == c
+}
+
+// TestServeAllowList: a node serving an allow-list serves the blobs on it,
+// and refuses the others (a fetching node reports them not found), their
+// size included; an empty list serves nothing.
+func TestServeAllowList(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	a := openStore(t, t.TempDir())
+	yes, err := a.ImportBytes(ctx, randBytes(700, 100<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	no, err := a.ImportBytes(ctx, randBytes(701, 100<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := a.ServeOn(ctx, "", []storageid.ID{yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openStore(t, t.TempDir())
+	if _, err := b.Fetch(ctx, addr, yes, 0, 100<<10); err != nil {
+		t.Fatalf("fetch of an allowed blob: %v", err)
+	}
+	for _, r := range [][2]uint64{{0, 1}, {1 << 40, 1}} {
+		if _, err := b.Fetch(ctx, addr, no, r[0], r[1]); !errors.Is(err, blobs.ErrNotFound) {
+			t.Errorf("fetch of a blob not allowed, range %v: %v, want blobs.ErrNotFound", r, err)
+		}
+	}
+	if _, err := b.Size(ctx, no); err == nil {
+		t.Error("B learned the size of a blob not allowed")
+	}
+	// An empty list serves nothing.
+	c := openStore(t, t.TempDir())
+	if _, err := c.ImportBytes(ctx, randBytes(700, 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	addrC, err := c.ServeOn(ctx, "", []storageid.ID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openStore(t, t.TempDir()).Fetch(ctx, addrC, yes, 0, 1); !errors.Is(err, blobs.ErrNotFound) {
+		t.Errorf("fetch from a node with an empty allow-list: %v, want blobs.ErrNotFound", err)
+	}
 }

@@ -22,26 +22,40 @@ import (
 // mapping) and returns its address, "<endpoint id>@127.0.0.1:<port>". It
 // serves until Close; calling it again returns the same address.
 func (s *Store) Serve(ctx context.Context) (string, error) {
-	return s.ServeOn(ctx, "")
+	return s.ServeOn(ctx, "", nil)
 }
 
 // ServeOn is Serve on the endpoint bound to bind, "<ip>:<port>" (port 0:
-// an ephemeral one; "" is 127.0.0.1:0). The IP is the one peers dial, so
-// an unspecified or multicast IP is refused (CodeInvalid). Anyone who can
-// reach that address and knows the endpoint id can fetch every blob of the
-// store. A store has one endpoint, bound by its first ServeOn or Fetch: a
-// later ServeOn with another binding fails with CodeInvalid.
-func (s *Store) ServeOn(ctx context.Context, bind string) (string, error) {
+// an ephemeral one; "" is 127.0.0.1:0), serving every blob of the store if
+// allow is nil, else only the blobs allow names (none if it is empty): a
+// request for another is refused with iroh-blobs' permission error, which
+// a fetching node reports as not found. The bind IP is the one peers dial,
+// so an unspecified or multicast IP is refused (CodeInvalid). Anyone who
+// can reach that address and knows the endpoint id can fetch every blob
+// served. A store has one endpoint, bound by its first ServeOn or Fetch: a
+// later ServeOn with another binding fails with CodeInvalid, and one with
+// another allow-list keeps the first.
+func (s *Store) ServeOn(ctx context.Context, bind string, allow []storageid.ID) (string, error) {
 	h, err := s.acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer s.release()
 	b := []byte(bind)
+	onlyAllowed := C.int32_t(0)
+	var hashes []byte
+	if allow != nil {
+		onlyAllowed = 1
+		hashes = make([]byte, 0, 32*len(allow))
+		for _, id := range allow {
+			hashes = append(hashes, id[:]...)
+		}
+	}
 	var ptr *C.uint8_t
 	var ln C.size_t
 	eb := errBuf()
-	rc := C.sop_iroh_serve(h, u8(b), C.size_t(len(b)), &ptr, &ln, errPtr(eb), errCap)
+	rc := C.sop_iroh_serve(h, u8(b), C.size_t(len(b)), onlyAllowed, u8(hashes), C.size_t(len(allow)),
+		&ptr, &ln, errPtr(eb), errCap)
 	if err := mkErr("serve", rc, eb); err != nil {
 		return "", err
 	}

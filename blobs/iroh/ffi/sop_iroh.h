@@ -59,7 +59,8 @@ typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
 /* Link-time version check: returns SOP_IROH_ABI_VERSION. Version 2 added the
  * streaming export (sop_iroh_export_open/read/close) and made
  * sop_iroh_store_close cancel open exports. Version 3 gave sop_iroh_serve a
- * binding address, added sop_iroh_ticket and SOP_IROH_E_REMOTE, made sop_iroh_fetch take tickets
+ * binding address and an allow-list, added sop_iroh_ticket and
+ * SOP_IROH_E_REMOTE, made sop_iroh_fetch take tickets
  * and peers off loopback, and fetch only the groups the store lacks. */
 uint32_t sop_iroh_abi_v3(void);
 
@@ -133,10 +134,16 @@ int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
  * "<ip>:<port>" (bind_len bytes; empty: 127.0.0.1 and an ephemeral port;
  * an unspecified or multicast IP is refused), with no relays, no address
  * lookup and no port mapping, and returns the address
- * "<endpoint id hex>@<ip>:<port>". Idempotent for the same binding; the
+ * "<endpoint id hex>@<ip>:<port>". With only_allowed non-zero, only the n_allow
+ * blobs whose 32-byte hashes are at allow (allow[0..32*n_allow)) are served:
+ * a get or observe request for another, or for the children of a hash
+ * sequence, is refused with iroh-blobs' permission error, and get-many and
+ * push requests are refused; with only_allowed 0, every blob of the store is.
+ * Idempotent for the same binding (the first call's allow-list holds); the
  * store's endpoint is bound once (by the first serve or fetch). */
 int32_t sop_iroh_serve(const SopIrohStore *store, const uint8_t *bind,
-                       size_t bind_len, uint8_t **out_ptr, size_t *out_len,
+                       size_t bind_len, int32_t only_allowed, const uint8_t *allow,
+                       size_t n_allow, uint8_t **out_ptr, size_t *out_len,
                        char *err, size_t err_cap);
 
 /* Writes the iroh endpoint ticket ("endpoint...") of a peer's address,
@@ -146,7 +153,8 @@ int32_t sop_iroh_ticket(const uint8_t *addr, size_t addr_len,
                         size_t err_cap);
 
 /* Fetches the chunk groups of hash that intersect the ranges, those this
- * store does not hold yet, from the node at addr into this store with the
+ * store does not hold yet (a node refusing the blob by its allow-list reads
+ * as SOP_IROH_E_NOT_FOUND), from the node at addr into this store with the
  * get protocol, verified as it arrives; writes the bytes read from the
  * connection (payload, size header and proof). addr is
  * "<endpoint id hex>@<ip>:<port>", an endpoint ticket or a blob ticket (its

@@ -107,6 +107,12 @@ pub(crate) fn map_get_error(e: GetError) -> Error {
     // iroh-blobs' provider resets the stream with ERR_INTERNAL when its own
     // export of the blob fails: its copy failed verification against the
     // hash (it validates all it sends), or its store could not be read.
+    if e.iroh_error_code() == Some(iroh_blobs::protocol::ERR_PERMISSION) {
+        return Error::new(
+            E_NOT_FOUND,
+            format!("the remote node refuses to serve the blob (not on its allow-list): {e}"),
+        );
+    }
     if e.iroh_error_code() == Some(iroh_blobs::protocol::ERR_INTERNAL) {
         return Error::new(
             E_REMOTE,

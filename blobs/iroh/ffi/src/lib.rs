@@ -43,6 +43,7 @@ use std::{
 
 use args::{bytes, give, group_ranges, hash_arg, import_args, out_arg, store_ref, string};
 use errors::{guard, Error};
+use iroh_blobs::Hash;
 use export::{export_bao, lock_export, verified_size, Export, EXPORT_CHANNEL_ITEMS};
 use runtime::{block_on, block_on_timeout, runtime};
 use store::Store;
@@ -333,7 +334,10 @@ pub unsafe extern "C" fn sop_iroh_verified_size(
 /// Starts serving the store over the blobs protocol on an endpoint bound to
 /// bind ("<ip>:<port>", bind_len bytes; empty: 127.0.0.1 and an ephemeral
 /// port; no relays, no address lookup, no port mapping) and returns its
-/// address "<endpoint id>@<ip>:<port>" in *out_ptr / *out_len (freed with
+/// address. With only_allowed non-zero, only the n_allow blobs whose 32-byte
+/// hashes are at allow are served (others are refused with iroh-blobs'
+/// permission error; the first call's list holds); with only_allowed 0, every
+/// blob of the store. It returns the address "<endpoint id>@<ip>:<port>" in *out_ptr / *out_len (freed with
 /// sop_iroh_free). Calling it again with the same binding returns the same
 /// address.
 ///
@@ -345,6 +349,9 @@ pub unsafe extern "C" fn sop_iroh_serve(
     store: *const SopIrohStore,
     bind: *const u8,
     bind_len: usize,
+    only_allowed: i32,
+    allow: *const u8,
+    n_allow: usize,
     out_ptr: *mut *mut u8,
     out_len: *mut usize,
     err: *mut c_char,
@@ -353,7 +360,20 @@ pub unsafe extern "C" fn sop_iroh_serve(
     guard(err, err_cap, || {
         let s = store_ref(store)?;
         let bind = net::parse_bind(&string(bind, bind_len, "bind address")?)?;
-        let addr = block_on(net::serve(s, bind))??;
+        let allow = if only_allowed != 0 {
+            let n = n_allow
+                .checked_mul(32)
+                .ok_or_else(|| Error::new(E_INVALID, "allow-list too long"))?;
+            let b = bytes(allow, n)?;
+            Some(
+                b.chunks_exact(32)
+                    .map(|h| Hash::from_bytes(h.try_into().expect("32 bytes")))
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        let addr = block_on(net::serve(s, bind, allow))??;
         give(addr.into_bytes(), out_ptr, out_len)
     })
 }

@@ -6,7 +6,7 @@
 //! addresses it is given.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     net::{IpAddr, Ipv4Addr, SocketAddr},
 };
 
@@ -15,7 +15,14 @@ use iroh::{
     protocol::{AcceptError, ProtocolHandler, Router},
     Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode,
 };
-use iroh_blobs::{protocol::GetRequest, ticket::BlobTicket, BlobsProtocol, Hash};
+use iroh_blobs::{
+    protocol::GetRequest,
+    provider::events::{
+        AbortReason, EventMask, EventSender, ObserveMode, ProviderMessage, RequestMode,
+    },
+    ticket::BlobTicket,
+    BlobsProtocol, Hash,
+};
 use iroh_tickets::{endpoint::EndpointTicket, Ticket};
 
 use crate::{
@@ -200,15 +207,55 @@ pub(crate) fn parse_bind(s: &str) -> Result<SocketAddr> {
     Ok(sa)
 }
 
+/// The provider's events when only the blobs of allow may be fetched:
+/// every get and observe request is put to a task that answers it from the
+/// set (a request for a blob not in it, or for the children of a hash
+/// sequence, is refused with iroh-blobs' permission error); get-many and
+/// push requests are refused outright.
+fn allow_events(allow: HashSet<Hash>) -> EventSender {
+    let mask = EventMask {
+        get: RequestMode::Intercept,
+        get_many: RequestMode::Disabled,
+        push: RequestMode::Disabled,
+        observe: ObserveMode::Intercept,
+        ..EventMask::DEFAULT
+    };
+    let (sender, mut rx) = EventSender::channel(64, mask);
+    tokio::spawn(async move {
+        let verdict = |ok: bool| if ok { Ok(()) } else { Err(AbortReason::Permission) };
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                ProviderMessage::GetRequestReceived(m) => {
+                    let r = &m.inner.request;
+                    let ok = allow.contains(&r.hash) && r.ranges.is_blob();
+                    m.tx.send(verdict(ok)).await.ok();
+                }
+                ProviderMessage::ObserveRequestReceived(m) => {
+                    let ok = allow.contains(&m.inner.request.hash);
+                    m.tx.send(verdict(ok)).await.ok();
+                }
+                _ => {}
+            }
+        }
+    });
+    sender
+}
+
 /// Serves the store, starting the router on the first call, and returns
 /// the address "<endpoint id>@<ip>:<port>" of the endpoint bound to bind.
-pub(crate) async fn serve(s: &Store, bind: SocketAddr) -> Result<String> {
+/// With allow, only those blobs are served (allow_events); the first call's
+/// allow-list holds for the router's life.
+pub(crate) async fn serve(
+    s: &Store,
+    bind: SocketAddr,
+    allow: Option<HashSet<Hash>>,
+) -> Result<String> {
     let mut net = s.net.lock().await;
     let ep = net
         .endpoint(bind, |b| b.ip() == bind.ip() && (bind.port() == 0 || b.port() == bind.port()))
         .await?;
     if net.router.is_none() {
-        let blobs = Provider(BlobsProtocol::new(&s.fs, None));
+        let blobs = Provider(BlobsProtocol::new(&s.fs, allow.map(allow_events)));
         let router = Router::builder(ep.clone())
             .accept(iroh_blobs::ALPN, blobs)
             .spawn();
