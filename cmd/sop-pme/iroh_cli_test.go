@@ -329,3 +329,33 @@ func TestIrohFetchResume(t *testing.T) {
 	}
 	t.Fatal("no interruption left a partial fetch to resume")
 }
+
+// TestIrohServeAllow: serve --allow TABLE serves the table's objects and
+// refuses every other object of the store (exit 3 at the reader), even one
+// an earlier serve without --allow had copied into the same iroh store;
+// --allow ID serves that object alone.
+func TestIrohServeAllow(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	a.bin, b.bin = irohBinary(t), irohBinary(t)
+	dir := t.TempDir()
+	res := a.importTable("orders", []string{bigCSV(t, dir, "a.csv", 0, 500)})
+	loose := a.importJSON(bigCSV(t, dir, "b.csv", 500, 500), "--assign-field-ids").StorageID
+	irohA := filepath.Join(t.TempDir(), "iroh-a")
+	srv := serve(t, a, irohA, "--rescan", "0")
+	b.store = "iroh://" + srv.ticket
+	b.ok("verify", loose, res[0].StorageID)
+	srv.stop()
+
+	srv = serve(t, a, irohA, "--rescan", "0", "--allow", "orders")
+	b.store = "iroh://" + srv.ticket
+	b.ok("verify", res[0].StorageID)
+	b.fails(exitNotFound, []string{loose}, "verify", loose)
+	srv.stop()
+
+	srv = serve(t, a, irohA, "--rescan", "0", "--allow", loose[:12])
+	b.store = "iroh://" + srv.ticket
+	b.ok("verify", loose)
+	b.fails(exitNotFound, []string{res[0].StorageID}, "verify", res[0].StorageID)
+	a.fails(exitNotFound, []string{"nosuch"}, "serve", "--allow", "nosuch", "--iroh-dir", filepath.Join(t.TempDir(), "x"))
+}

@@ -18,10 +18,11 @@ const irohHelp = `What a ticket gives: whoever holds it (and can reach the addre
 fetch every object the node serves, by storage_id, and nothing else. The
 objects are ciphertext and a storage_id is not a secret from a ticket's
 holder, but the objects' sizes and how many there are are visible to them
-(as they are to anyone who can read the store). There is no allow-list of
-objects or tables: iroh-blobs 0.104 offers no cheap per-request check here,
-so serve a store that holds only what may be shared. A reader still needs
-the DEKs (a keyring that holds them) to decrypt anything.
+(as they are to anyone who can read the store). serve --allow ID|TABLE
+serves only the objects named (a table's objects as the catalog lists them
+when serve starts: restart it to serve those imported since); a request for
+any other is refused. A reader still needs the DEKs (a keyring that holds
+them, such as a grant gives: sop-pme keys grant) to decrypt anything.
 
 Relays and discovery are not offered: they would publish the node's
 addresses to, and route its traffic through, public servers of n0. A
@@ -31,9 +32,11 @@ network, bind an address that reader can dial (--bind).`
 // serveFlags are the flags of the serve command.
 type serveFlags struct {
 	store   storeFlag
+	ks      keySource
 	bind    string
 	irohDir string
 	rescan  time.Duration
+	allow   []string
 }
 
 // serveCmd is sop-pme serve: an iroh node serving the store's objects
@@ -70,6 +73,8 @@ ticket can fetch from it.
 		}),
 	}
 	addStoreFlag(cmd, &f.store)
+	addKeyFlags(cmd, &f.ks)
+	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "serve only these `storage_ids or tables` (repeatable, comma-separated; a table needs the keyring that holds its catalog)")
 	cmd.Flags().StringVar(&f.bind, "bind", "", "`IP:PORT` to serve on, the address other nodes dial (default 127.0.0.1 and an ephemeral port)")
 	cmd.Flags().StringVar(&f.irohDir, "iroh-dir", "", "`directory` of the node's iroh-blobs store (default: under the user cache directory, one per store)")
 	cmd.Flags().DurationVar(&f.rescan, "rescan", 10*time.Second, "how often to look for objects imported since (0: never)")

@@ -12,6 +12,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sovm/sop-pme/blobs"
@@ -137,16 +138,27 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	allow, err := a.allowList(ctx, f, src)
+	if err != nil {
+		return err
+	}
 	node, err := openCache(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	n, err := a.syncServed(ctx, src, node, f.store.name())
+	n, err := a.syncServed(ctx, src, node, allow)
 	if err != nil {
 		return err
 	}
-	addr, err := node.ServeOn(ctx, f.bind)
+	var ids []storageid.ID
+	if allow != nil {
+		ids = make([]storageid.ID, 0, len(allow))
+		for id := range allow {
+			ids = append(ids, id)
+		}
+	}
+	addr, err := node.ServeOn(ctx, f.bind, ids)
 	if err != nil {
 		if isIrohCode(err, iroh.CodeInvalid) {
 			return usagef("--bind %s: %s", f.bind, clean(err))
@@ -172,7 +184,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			if m, err := a.syncServed(ctx, src, node, f.store.name()); err != nil && ctx.Err() == nil {
+			if m, err := a.syncServed(ctx, src, node, allow); err != nil && ctx.Err() == nil {
 				fmt.Fprintf(a.stderr, "sop-pme: warning: looking for new objects: %s\n", clean(err))
 			} else if m > n && !a.quiet {
 				fmt.Fprintf(a.stderr, "sop-pme: serving %d %s\n", m, plural(m, "object", "objects"))
@@ -187,17 +199,65 @@ func isIrohCode(err error, c iroh.Code) bool {
 	return errors.As(err, &ie) && ie.Code == c
 }
 
+// allowList returns the objects serve --allow names (nil without it): the
+// storage_ids given (whole, or unique prefixes of objects of the store),
+// and the objects of the tables given, from the catalog in the keyring.
+func (a *app) allowList(ctx context.Context, f *serveFlags, src store) (map[storageid.ID]bool, error) {
+	if f.allow == nil {
+		return nil, nil
+	}
+	allow := map[storageid.ID]bool{}
+	var idArgs []idArg
+	var tables []string
+	for _, v := range f.allow {
+		v = strings.TrimSpace(v)
+		if ia, err := parseIDArg(v); err == nil {
+			idArgs = append(idArgs, ia)
+		} else {
+			tables = append(tables, v)
+		}
+	}
+	ids, err := resolveIDs(ctx, src, idArgs)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		allow[id] = true
+	}
+	if len(tables) > 0 {
+		k, err := f.ks.openRing(ctx, f.store.value, ringRead, a.stderr)
+		if err != nil {
+			return nil, err
+		}
+		defer k.Close()
+		c := catalogOf(k)
+		for _, name := range tables {
+			t, err := c.Table(ctx, name)
+			if err != nil {
+				return nil, tableErr(name, err)
+			}
+			for _, id := range tableObjectIDs(t) {
+				allow[id] = true
+			}
+		}
+	}
+	return allow, nil
+}
+
 // syncServed copies into the node's iroh store each object of src it does
-// not hold yet, read verified from src (verify.Reader: each range checked
+// not hold yet (only those of allow, if it is not nil), read verified from src (verify.Reader: each range checked
 // against the storage_id before it is written) and committed by the iroh
 // store only if the hash iroh-blobs computes is the storage_id. It returns
 // how many objects the node serves. An object that does not verify is
 // skipped with a warning, and not served.
-func (a *app) syncServed(ctx context.Context, src store, node *iroh.Store, name string) (int, error) {
+func (a *app) syncServed(ctx context.Context, src store, node *iroh.Store, allow map[storageid.ID]bool) (int, error) {
 	n := 0
 	for b, err := range src.List(ctx) {
 		if err != nil {
 			return n, err
+		}
+		if allow != nil && !allow[b.ID] {
+			continue
 		}
 		if _, err := node.Size(ctx, b.ID); err == nil {
 			n++
