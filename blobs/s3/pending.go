@@ -183,10 +183,13 @@ func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
 	fail := func(step string, err error) (storageid.ID, error) {
 		return storageid.ID{}, fmt.Errorf("s3: commit %s: %s: %w", id, step, err)
 	}
-	if err := s.putOutboard(ctx, id, ob.Bytes()); err != nil {
+	obNew, err := s.putOutboard(ctx, id, ob.Bytes())
+	if err != nil {
 		return fail("writing outboard", err)
 	}
-	created, err := s.putData(ctx, id, p.body(), size, true)
+	// An outboard just created means the data is almost surely not held
+	// either: no HEAD before its PUT (put still finds a 412 a reset hid).
+	created, err := s.putData(ctx, id, p.body(), size, true, !obNew)
 	if err != nil {
 		return fail("writing data", err)
 	}
@@ -195,7 +198,7 @@ func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
 		// damaged (the outboard was checked above).
 		err := verify.Verify(ctx, s, id)
 		if errors.Is(err, verify.ErrVerify) {
-			if _, err := s.putData(ctx, id, p.body(), size, false); err != nil {
+			if _, err := s.putData(ctx, id, p.body(), size, false, false); err != nil {
 				return fail("repairing damaged data", err)
 			}
 		} else if err != nil {
@@ -219,19 +222,20 @@ func (p *pending) Abort() error {
 }
 
 // putOutboard writes the outboard of id if the store does not hold it,
-// and replaces a held one that differs.
-func (s *Store) putOutboard(ctx context.Context, id storageid.ID, ob []byte) error {
+// and replaces a held one that differs. It reports whether it created the
+// key (rather than finding it held).
+func (s *Store) putOutboard(ctx context.Context, id storageid.ID, ob []byte) (bool, error) {
 	key := s.outboardKey(id)
-	created, err := s.putSmall(ctx, key, ob, true)
+	created, err := s.putSmall(ctx, key, ob, true, true)
 	if err != nil || created {
-		return err
+		return created, err
 	}
 	held, err := s.getAll(ctx, key, int64(len(ob)))
 	if err == nil && bytes.Equal(held, ob) {
-		return nil
+		return false, nil
 	}
-	_, err = s.putSmall(ctx, key, ob, false)
-	return err
+	_, err = s.putSmall(ctx, key, ob, false, false)
+	return false, err
 }
 
 // getAll reads the object at key, refusing more than limit bytes.
@@ -253,19 +257,22 @@ func (s *Store) getAll(ctx context.Context, key string, limit int64) ([]byte, er
 
 // putSmall PUTs b at key, with If-None-Match: * if conditional. It
 // reports false, and no error, if the key exists (412).
-func (s *Store) putSmall(ctx context.Context, key string, b []byte, conditional bool) (bool, error) {
-	return s.put(ctx, key, bytes.NewReader(b), int64(len(b)), conditional)
+func (s *Store) putSmall(ctx context.Context, key string, b []byte, conditional, head bool) (bool, error) {
+	return s.put(ctx, key, bytes.NewReader(b), int64(len(b)), conditional, head)
 }
 
 // headBeforePutMin is the smallest conditional PUT, in bytes, that put
-// precedes with a HEAD: a server may answer 412 before it has read the
-// body and close the connection, which the client sees as a reset, not as
-// the 412 (versitygw does, even with Expect: 100-continue); the HEAD spares
-// sending the body again, and put checks for the key after a failure.
+// precedes with a HEAD if asked to (head): a server may answer 412 before
+// it has read the body and close the connection, which the client sees as
+// a reset, not as the 412 (versitygw does, even with Expect:
+// 100-continue); the HEAD spares sending the body again, and put checks
+// for the key after a failure either way. Commit asks for the HEAD only
+// when the outboard was held already: a new outboard means new data, and
+// the HEAD would be a round trip for nothing.
 const headBeforePutMin = 1 << 20
 
-func (s *Store) put(ctx context.Context, key string, body io.ReadSeeker, n int64, conditional bool) (bool, error) {
-	if conditional && n >= headBeforePutMin {
+func (s *Store) put(ctx context.Context, key string, body io.ReadSeeker, n int64, conditional, head bool) (bool, error) {
+	if conditional && head && n >= headBeforePutMin {
 		if held, err := s.exists(ctx, key); err != nil || held {
 			return false, err
 		}
@@ -309,13 +316,14 @@ func (s *Store) exists(ctx context.Context, key string) (bool, error) {
 
 // putData writes the size bytes of body as the data of id: in one PUT if
 // they fit a part, else as a multipart upload. With conditional, it
-// writes nothing and reports false if the key exists.
-func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, size uint64, conditional bool) (bool, error) {
+// writes nothing and reports false if the key exists; with head too, it
+// asks first (HEAD) whether the key exists.
+func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, size uint64, conditional, head bool) (bool, error) {
 	key := s.dataKey(id)
 	if int64(size) <= s.partSize {
-		return s.put(ctx, key, io.NewSectionReader(body, 0, int64(size)), int64(size), conditional)
+		return s.put(ctx, key, io.NewSectionReader(body, 0, int64(size)), int64(size), conditional, head)
 	}
-	if conditional {
+	if conditional && head {
 		if held, err := s.exists(ctx, key); err != nil || held {
 			return false, err
 		}
