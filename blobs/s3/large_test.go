@@ -428,7 +428,8 @@ func TestLargeProjection(t *testing.T) {
 // BenchmarkLargeScan scans an object of about 1 GB (SOP_PME_LARGE_MB; 8
 // columns) from blobs.Dir, from S3 (versitygw on 127.0.0.1, through a
 // counting proxy) and from S3 with 20 ms added to every request at the
-// proxy, all columns and one. MB/s is of the object's size for both
+// proxy, all columns and one, with the store's plan (Plan) and without it
+// (-noplan: as before Plan, one data GET a worker at a time). MB/s is of the object's size for both
 // scans; it reports the requests and bytes of a scan, the most requests
 // in flight at once, and the CPU time of this process (not versitygw's).
 // Like TestLargeProjection, it runs only with SOP_PME_LARGE=1.
@@ -438,14 +439,15 @@ func BenchmarkLargeScan(b *testing.B) {
 	}
 	ls := setupLarge(b)
 	ctx := context.Background()
-	for _, src := range []string{"dir", "s3", "s3-20ms"} {
+	for _, src := range []string{"dir", "s3", "s3-noplan", "s3-20ms", "s3-20ms-noplan"} {
 		for _, scan := range []string{"all", "col"} {
 			b.Run(src+"/"+scan, func(b *testing.B) {
 				var st verify.Source = ls.dir
 				if src != "dir" {
 					st = ls.s3
 				}
-				if src == "s3-20ms" {
+				defer s3.SetPlan(!strings.HasSuffix(src, "-noplan"), 8, false)()
+				if strings.HasPrefix(src, "s3-20ms") {
 					ls.proxy.delay.Store(int64(20 * time.Millisecond))
 					defer ls.proxy.delay.Store(0)
 				}

@@ -43,18 +43,23 @@ var (
 	obStreamMin uint64 = 1 << 20
 )
 
-// Slice implements verify.Source. It learns the object's size (HEAD, then
-// remembered), computes the chunk groups the range selects and the parent
-// pairs on their paths, and fetches, in parallel, the groups' bytes in one
-// ranged GET of .data and the pairs from .obao4: the whole outboard if it
-// is at most 256 KiB, else only the runs of pairs needed that the Store
-// has not kept from earlier slices (one ranged GET a run, runs less than
-// 4 KiB apart merged; see pairCache). A whole outboard that hashes
-// up to the storage_id (every pair to the chaining value its parent holds,
-// the root pair to the storage_id itself) is kept (8 MiB of outboards at
-// most) and not fetched again: a scan then makes one request a slice. The slice is assembled by
-// verify.ExtractSlice as the returned reader is read; the data is streamed,
-// not held.
+// Slice implements verify.Source. It learns the object's size (then
+// remembers it): for a slice at or past 2^62, as verify.NewReader asks to
+// prove the size, from the Content-Range of a suffix GET of the last
+// group, whose bytes it then serves; otherwise from a HEAD. It computes the
+// chunk groups the range selects and the parent pairs on their paths, and
+// fetches, in parallel, the groups' bytes in one ranged GET of .data and
+// the pairs from .obao4: the whole outboard if it is at most 256 KiB, else
+// only the runs of pairs needed that the Store has not kept from earlier
+// slices (one ranged GET a run, runs less than 4 KiB apart merged; see
+// pairCache). A whole outboard that hashes up to the storage_id (every
+// pair to the chaining value its parent holds, the root pair to the
+// storage_id itself) is kept (8 MiB of outboards at most) and not fetched
+// again: a scan then makes one request a slice. A slice a reader planned
+// (see [Store.Plan]) takes its pairs from the plan and its data from the
+// GET the plan sent ahead, when they are there. The slice is assembled by
+// verify.ExtractSlice as the returned reader is read; the data is
+// streamed, not held.
 //
 // Nothing fetched is trusted. Where the server contradicts itself (a GET
 // whose stated total size is not the size HEAD gave, or a range it says
