@@ -16,12 +16,12 @@ import (
 	"github.com/sovm/sop-pme/writer"
 )
 
-// stores returns a blobs.Dir and an S3 store on a local versitygw, each
-// in a temporary directory of the same file system.
-func benchStores(b *testing.B) map[string]interface {
+// benchStores returns a blobs.Dir and an S3 store on a local versitygw,
+// each in a temporary directory of the same file system, and the server.
+func benchStores(b *testing.B) (map[string]interface {
 	blobs.Store
 	verify.Source
-} {
+}, *server) {
 	srv := startServer(b)
 	dir, err := blobs.CreateDir(filepath.Join(b.TempDir(), "store"))
 	if err != nil {
@@ -31,16 +31,18 @@ func benchStores(b *testing.B) map[string]interface {
 	return map[string]interface {
 		blobs.Store
 		verify.Source
-	}{"dir": dir, "s3": srv.open(b), "s3-signed": srv.open(b, s3.WithSignedPayload())}
+	}{"dir": dir, "s3": srv.open(b), "s3-signed": srv.open(b, s3.WithSignedPayload())}, srv
 }
 
 // BenchmarkImport imports objects of 4 MiB and 48 MiB (Create, Write in
 // 1 MiB pieces, Commit), each iteration new bytes, into blobs.Dir and
 // into S3 (versitygw on 127.0.0.1, posix backend), with the default
-// unsigned payloads and with WithSignedPayload.
+// unsigned payloads and with WithSignedPayload. It reports the CPU time of
+// this process and of versitygw a import: on a machine of few cores the
+// server's CPU competes with the importer's.
 func BenchmarkImport(b *testing.B) {
 	ctx := context.Background()
-	stores := benchStores(b)
+	stores, srv := benchStores(b)
 	for _, size := range []int{4 << 20, 48 << 20} {
 		data := randBytes(size, 1)
 		for _, name := range []string{"dir", "s3", "s3-signed"} {
@@ -48,6 +50,7 @@ func BenchmarkImport(b *testing.B) {
 			b.Run(name+"/"+itoa(size>>20)+"MiB", func(b *testing.B) {
 				b.SetBytes(int64(size))
 				salt := uint64(time.Now().UnixNano()) // new bytes in every run
+				cpu0, srv0 := cpuTime(), srv.CPUTime()
 				for b.Loop() {
 					salt++
 					binary.LittleEndian.PutUint64(data, salt)
@@ -64,6 +67,8 @@ func BenchmarkImport(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64((srv.CPUTime()-srv0).Milliseconds())/float64(b.N), "server-cpu-ms/op")
 			})
 		}
 	}

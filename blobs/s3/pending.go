@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -71,7 +72,7 @@ type pending struct {
 
 	mu      sync.Mutex
 	h       verify.Hasher
-	mem     []byte   // the bytes, while they fit one part
+	mem     pieces   // the bytes, while they fit one part
 	file    *os.File // the bytes, once they do not
 	removed bool     // file's name is already removed
 	n       int64
@@ -116,7 +117,7 @@ func (p *pending) Write(b []byte) (int, error) {
 
 func (p *pending) spool(b []byte) error {
 	if p.file == nil && p.n+int64(len(b)) <= p.s.partSize {
-		p.mem = append(p.mem, b...)
+		p.mem.add(b)
 		return nil
 	}
 	if p.file == nil {
@@ -130,13 +131,50 @@ func (p *pending) spool(b []byte) error {
 			p.removed = true
 		}
 		p.file = f
-		if _, err := f.Write(p.mem); err != nil {
-			return err
+		for _, b := range p.mem.bs {
+			if _, err := f.Write(b); err != nil {
+				return err
+			}
 		}
-		p.mem = nil
+		p.mem = pieces{}
 	}
 	_, err := p.file.Write(b)
 	return err
+}
+
+// pieces are the bytes written, one copy of each write: no buffer grows
+// and is copied again as they arrive (a 4 MiB import in 1 MiB writes
+// copied 7 MiB more that way, and left the garbage).
+type pieces struct {
+	bs   [][]byte
+	offs []int64 // where each piece starts
+	n    int64
+}
+
+func (ps *pieces) add(b []byte) {
+	ps.bs = append(ps.bs, bytes.Clone(b))
+	ps.offs = append(ps.offs, ps.n)
+	ps.n += int64(len(b))
+}
+
+// ReadAt implements io.ReaderAt.
+func (ps *pieces) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("s3: negative offset")
+	}
+	if off >= ps.n {
+		return 0, io.EOF
+	}
+	i := sort.Search(len(ps.offs), func(i int) bool { return ps.offs[i] > off }) - 1
+	n := 0
+	for ; i >= 0 && i < len(ps.bs) && n < len(p); i++ {
+		m := copy(p[n:], ps.bs[i][off+int64(n)-ps.offs[i]:])
+		n += m
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // body returns the spooled bytes.
@@ -144,12 +182,12 @@ func (p *pending) body() io.ReaderAt {
 	if p.file != nil {
 		return p.file
 	}
-	return bytes.NewReader(p.mem)
+	return &p.mem
 }
 
 // release frees the spool.
 func (p *pending) release() {
-	p.mem = nil
+	p.mem = pieces{}
 	if p.file != nil {
 		p.file.Close()
 		if !p.removed {
