@@ -100,7 +100,12 @@ func (s *Store) Plan(ctx context.Context, id storageid.ID, ranges []verify.Range
 	if obSize <= wholeOutboardMax {
 		close(p.obDone)
 	} else {
-		runs := planRuns(size, obSize, groups, slack)
+		runs := planRuns(size, obSize, groups, slack, func(need []span) []span {
+			// The pairs the Store keeps from earlier slices are not
+			// fetched again.
+			missing, _ := s.pairs.lookup(p.key, need, 0)
+			return missing
+		})
 		go p.fetchOutboard(runs, obSize)
 	}
 	p.mu.Lock()
@@ -112,20 +117,24 @@ func (s *Store) Plan(ctx context.Context, id storageid.ID, ranges []verify.Range
 // (each span a [g0, g0+n) of groups) of a blob of size bytes: the union of
 // the pairs they need, merged through the smallest gaps while the bytes of
 // pairs and gaps stay within 3/4 of slack, or the whole outboard if it
-// fits slack (or planWholeOutboard is set). slack is what the bound of
+// fits slack (or planWholeOutboard is set); notKept, if not nil, strikes
+// the pairs the Store keeps already (pairCache). slack is what the bound of
 // issue 18 leaves the outboard: 2 groups a range beyond the range's bytes,
 // less the bytes its groups' rounding adds (Plan computes it). The
 // quarter left is for the slices the plan does not hold (a reader's open:
 // with all of slack spent, a one-column projection of a 1 GB object
 // fetched 0.03 % more than the bound). It returns nil if that is more
 // than planOutboardMax.
-func planRuns(size, obSize uint64, groups []span, slack uint64) []span {
+func planRuns(size, obSize uint64, groups []span, slack uint64, notKept func([]span) []span) []span {
 	var all []span
 	for _, g := range groups {
 		all = append(all, neededPairs(size, g.off, g.off+g.n)...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].off < all[j].off })
 	runs := coalesce(all, 0)
+	if notKept != nil {
+		runs = notKept(runs)
+	}
 	var needed uint64
 	for _, r := range runs {
 		needed += r.n
@@ -311,35 +320,57 @@ func (p *plan) take(d span) *prefetch {
 	return pf
 }
 
-// pairs returns the segments of the plan's pairs that hold the runs
-// (whole pairs, in increasing order), once the plan's outboard is fetched,
-// or nil if the plan does not hold them all. ok is false if ctx ended
+// pairs returns, once the plan's outboard is fetched, the segments of the
+// plan's pairs that lie in runs (whole pairs, in increasing order), and
+// the parts of runs the plan does not hold. ok is false if ctx ended
 // first.
-func (p *plan) pairs(ctx context.Context, runs []span) (segs []segment, ok bool) {
+func (p *plan) pairs(ctx context.Context, runs []span) (segs []segment, missing []span, ok bool) {
 	select {
 	case <-p.obDone:
 	case <-ctx.Done():
-		return nil, false
+		return nil, nil, false
 	case <-p.gone:
-		return nil, true
-	}
-	if p.ob == nil {
-		return nil, true
+		return nil, runs, true
 	}
 	for _, r := range runs {
-		i := sort.Search(len(p.ob), func(i int) bool { return p.ob[i].off > r.off }) - 1
-		if i < 0 || r.off+r.n > p.ob[i].off+uint64(len(p.ob[i].b)) {
-			return nil, true
+		off, end := r.off, r.off+r.n
+		i := max(0, sort.Search(len(p.ob), func(i int) bool { return p.ob[i].off > off })-1)
+		for ; off < end && i < len(p.ob); i++ {
+			sg := p.ob[i]
+			sgEnd := sg.off + uint64(len(sg.b))
+			if sgEnd <= off {
+				continue
+			}
+			if sg.off >= end {
+				break
+			}
+			if sg.off > off {
+				missing = appendSpan(missing, span{off, sg.off - off})
+				off = sg.off
+			}
+			hi := min(end, sgEnd)
+			b := sg.b[off-sg.off : hi-sg.off]
+			if k := len(segs); k > 0 && segs[k-1].off+uint64(len(segs[k-1].b)) == off {
+				segs[k-1].b = append(slices.Clip(segs[k-1].b), b...)
+			} else {
+				segs = append(segs, segment{off, b})
+			}
+			off = hi
 		}
-		b := p.ob[i].b[r.off-p.ob[i].off : r.off-p.ob[i].off+r.n]
-		if k := len(segs); k > 0 && segs[k-1].off+uint64(len(segs[k-1].b)) == r.off {
-			// Adjacent runs: one segment, so that sparse reads across.
-			segs[k-1].b = append(slices.Clip(segs[k-1].b), b...)
-			continue
+		if off < end {
+			missing = appendSpan(missing, span{off, end - off})
 		}
-		segs = append(segs, segment{r.off, b})
 	}
-	return segs, true
+	return segs, missing, true
+}
+
+// appendSpan appends r to runs, merged with the last if they touch.
+func appendSpan(runs []span, r span) []span {
+	if k := len(runs); k > 0 && runs[k-1].off+runs[k-1].n == r.off {
+		runs[k-1].n += r.n
+		return runs
+	}
+	return append(runs, r)
 }
 
 // fetchOutboard fetches runs, checks that the pairs chain to the

@@ -40,7 +40,7 @@ func TestPlanRuns(t *testing.T) {
 				groups = append(groups, span{g0, 1 + r.Uint64N(min(total-g0, 20))})
 			}
 			slack := r.Uint64N(obSize + 1)
-			runs := planRuns(size, obSize, groups, slack)
+			runs := planRuns(size, obSize, groups, slack, nil)
 			var needed []span
 			var neededBytes uint64
 			for _, g := range groups {

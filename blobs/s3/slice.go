@@ -124,13 +124,16 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 		} else {
 			needed := neededPairs(size, g0, g1)
 			if p != nil {
-				segs, ok := p.pairs(ctx, needed)
+				segs, missing, ok := p.pairs(ctx, needed)
 				if !ok {
 					closePre()
 					return nil, ctx.Err()
 				}
-				if segs != nil {
-					kept, planned = segs, true
+				// The plan's pairs and those kept from earlier slices:
+				// if they hold every pair needed, no outboard GET.
+				if fetch, have := s.pairs.lookup(obKey{id, size}, missing, 0); len(fetch) == 0 {
+					kept, planned = append(segs, have...), true
+					sort.Slice(kept, func(i, j int) bool { return kept[i].off < kept[j].off })
 				}
 			}
 			runs = coalesce(needed, obGapMax)
@@ -250,6 +253,7 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	}
 	if planned {
 		ob.segs = kept
+		s.pairs.add(obKey{id, size}, chainedPairs(id, size, g0, g1, ob))
 	}
 	if pairs && stream == nil {
 		if len(kept) > 0 {
