@@ -21,9 +21,13 @@ var (
 	planWindow = 8
 
 	// planOutboardMax bounds the outboard bytes one plan fetches and
-	// keeps; a plan that needs more fetches none (its slices fetch their
-	// own pairs, as without a plan).
+	// keeps (the outboard of a 4 GB object); a plan that needs more
+	// fetches none (its slices fetch their own pairs, as without a plan).
 	planOutboardMax uint64 = 16 << 20
+
+	// planOutboardTotal bounds the outboard bytes all the plans of a Store
+	// hold at once; a plan that would exceed it fetches none.
+	planOutboardTotal uint64 = 32 << 20
 
 	// planWholeOutboard has every plan fetch the whole outboard (up to
 	// planOutboardMax) in one GET, for the tests' figures.
@@ -60,7 +64,9 @@ const (
 // with the plan only if every one of them the ranges can use chains to the
 // storage_id (chainedAll), so a wrong pair from the server is never used
 // in place of a fresh fetch; a slice whose pairs the plan holds makes no
-// outboard request.
+// outboard request. A plan holds at most 16 MiB of pairs (the outboard of
+// a 4 GB object), the plans of a Store 32 MiB in all, and a Store keeps
+// its 16 newest plans; beyond that a plan fetches no pairs ahead.
 //
 // The data: the plan keeps the next planWindow planned ranges requested
 // (one GET of .data each, as Slice would make), so that a scan has that
@@ -100,12 +106,17 @@ func (s *Store) Plan(ctx context.Context, id storageid.ID, ranges []verify.Range
 	if obSize <= wholeOutboardMax {
 		close(p.obDone)
 	} else {
-		runs := planRuns(size, obSize, groups, slack, func(need []span) []span {
-			// The pairs the Store keeps from earlier slices are not
-			// fetched again.
-			missing, _ := s.pairs.lookup(p.key, need, 0)
-			return missing
+		runs := planRuns(size, obSize, groups, slack, func(r span) bool {
+			missing, _ := s.pairs.lookup(p.key, []span{r}, 0)
+			return len(missing) == 0
 		})
+		var n uint64
+		for _, r := range runs {
+			n += r.n
+		}
+		if !s.plans.reserve(p, n) {
+			runs = nil // the Store holds enough plans' pairs already
+		}
 		go p.fetchOutboard(runs, obSize)
 	}
 	p.mu.Lock()
@@ -117,24 +128,22 @@ func (s *Store) Plan(ctx context.Context, id storageid.ID, ranges []verify.Range
 // (each span a [g0, g0+n) of groups) of a blob of size bytes: the union of
 // the pairs they need, merged through the smallest gaps while the bytes of
 // pairs and gaps stay within 3/4 of slack, or the whole outboard if it
-// fits slack (or planWholeOutboard is set); notKept, if not nil, strikes
-// the pairs the Store keeps already (pairCache). slack is what the bound of
+// fits slack (or planWholeOutboard is set); kept, if not nil, reports
+// the runs whose pairs the Store keeps already (pairCache), which are not
+// fetched. slack is what the bound of
 // issue 18 leaves the outboard: 2 groups a range beyond the range's bytes,
 // less the bytes its groups' rounding adds (Plan computes it). The
 // quarter left is for the slices the plan does not hold (a reader's open:
 // with all of slack spent, a one-column projection of a 1 GB object
 // fetched 0.03 % more than the bound). It returns nil if that is more
 // than planOutboardMax.
-func planRuns(size, obSize uint64, groups []span, slack uint64, notKept func([]span) []span) []span {
+func planRuns(size, obSize uint64, groups []span, slack uint64, kept func(span) bool) []span {
 	var all []span
 	for _, g := range groups {
 		all = append(all, neededPairs(size, g.off, g.off+g.n)...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].off < all[j].off })
 	runs := coalesce(all, 0)
-	if notKept != nil {
-		runs = notKept(runs)
-	}
 	var needed uint64
 	for _, r := range runs {
 		needed += r.n
@@ -177,6 +186,13 @@ func planRuns(size, obSize uint64, groups []span, slack uint64, notKept func([]s
 			out = append(out, r)
 		}
 	}
+	// Runs whose every pair the Store keeps are not fetched; the others
+	// are fetched whole (striking the kept pairs inside a run would split
+	// it into many GETs: the kept pairs are those of ranges' ends, strewn
+	// through it).
+	if kept != nil {
+		out = slices.DeleteFunc(out, kept)
+	}
 	for _, r := range out {
 		total += r.n
 	}
@@ -188,8 +204,22 @@ func planRuns(size, obSize uint64, groups []span, slack uint64, notKept func([]s
 
 // plans are the plans of a Store, oldest first.
 type plans struct {
-	mu   sync.Mutex
-	list []*plan
+	mu      sync.Mutex
+	list    []*plan
+	obBytes uint64 // the outboard bytes reserved by the plans in list
+}
+
+// reserve counts n outboard bytes for p, and reports false, counting
+// nothing, if that would make the plans' more than planOutboardTotal.
+func (ps *plans) reserve(p *plan, n uint64) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.obBytes+n > planOutboardTotal || !slices.Contains(ps.list, p) {
+		return false
+	}
+	ps.obBytes += n
+	p.obReserved = n
+	return true
 }
 
 // A plan is the work Plan started for one reader's ranges.
@@ -199,8 +229,9 @@ type plan struct {
 	key  obKey
 	gone chan struct{} // closed when the plan ends
 
-	obDone chan struct{} // closed once ob is final
-	ob     []segment     // pairs that chain to the storage_id, by offset; nil if none
+	obDone     chan struct{} // closed once ob is final
+	ob         []segment     // pairs that chain to the storage_id, by offset; nil if none
+	obReserved uint64        // bytes counted in plans.obBytes (under plans.mu)
 
 	mu    sync.Mutex
 	data  []span // the planned data ranges, in order
@@ -235,6 +266,7 @@ func (ps *plans) end(p *plan) {
 	ps.mu.Lock()
 	if i := slices.Index(ps.list, p); i >= 0 {
 		ps.list = slices.Delete(ps.list, i, i+1)
+		ps.obBytes -= p.obReserved
 	}
 	ps.mu.Unlock()
 	p.mu.Lock()
