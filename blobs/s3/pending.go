@@ -361,7 +361,9 @@ func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, 
 	if int64(size) <= s.partSize {
 		return s.put(ctx, key, io.NewSectionReader(body, 0, int64(size)), int64(size), conditional, head)
 	}
-	if conditional && head {
+	// A multipart upload asks first whatever head says: the HEAD costs
+	// little beside the parts it may spare.
+	if conditional {
 		if held, err := s.exists(ctx, key); err != nil || held {
 			return false, err
 		}
@@ -376,12 +378,18 @@ func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, 
 }
 
 func (s *Store) putMultipart(ctx context.Context, key string, body io.ReaderAt, size int64, conditional bool) (created bool, err error) {
+	start := time.Now()
 	cm, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket:      aws.String(s.bucket),
 		Key:         aws.String(key),
 		ContentType: aws.String("application/octet-stream"),
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Cut while the server may have created the upload: its ID
+			// never arrived, so find it to abort it.
+			s.abortStarted(ctx, key, start)
+		}
 		return false, err
 	}
 	uploadID := cm.UploadId
@@ -457,6 +465,28 @@ feed:
 	}
 	completed = true
 	return true, nil
+}
+
+// abortStarted aborts, best effort, the multipart uploads of key that
+// the server says began since a minute before start (the one a cut
+// CreateMultipartUpload may have begun; a concurrent import of the same
+// bytes that began then fails and is retried by its caller, which beats
+// leaving an upload behind).
+func (s *Store) abortStarted(ctx context.Context, key string, start time.Time) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	out, err := s.client.ListMultipartUploads(actx, &s3.ListMultipartUploadsInput{
+		Bucket: aws.String(s.bucket), Prefix: aws.String(key), MaxUploads: aws.Int32(100),
+	})
+	if err != nil {
+		return
+	}
+	for _, u := range out.Uploads {
+		if u.Key == nil || *u.Key != key || u.UploadId == nil || (u.Initiated != nil && u.Initiated.Before(start.Add(-time.Minute))) {
+			continue
+		}
+		s.abortUpload(ctx, key, u.UploadId)
+	}
 }
 
 // abortUpload aborts a multipart upload, best effort, also when ctx is
