@@ -56,11 +56,12 @@ const (
 // it opens the object).
 //
 // The outboard: if it is larger than wholeOutboardMax (smaller ones are
-// fetched whole by the first slice and kept), the plan fetches, in a few
-// GETs, the parent pairs every planned range needs: the union of their
-// runs, merged through the smallest gaps for as long as the bytes read
-// through gaps stay below those needed (at most twice the needed bytes
-// in all), or the whole outboard if that is no more. The pairs are kept
+// fetched whole by the first slice and kept), the plan fetches, in as few
+// GETs as the byte bound of issue 18 allows, the parent pairs every
+// planned range needs that the Store does not keep already: the union of
+// their runs, merged through the smallest gaps while pairs and gaps stay
+// within 3/4 of the slack the bound leaves the ranges (planRuns), or the
+// whole outboard when it fits that slack. The pairs are kept
 // with the plan only if every one of them the ranges can use chains to the
 // storage_id (chainedAll), so a wrong pair from the server is never used
 // in place of a fresh fetch; a slice whose pairs the plan holds makes no
