@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sovm/sop-pme/pme"
+	"github.com/sovm/sop-pme/verify"
 )
 
 // chunkPlain is one column chunk the fetcher opens: done is closed once
@@ -150,6 +151,36 @@ func (f *fetcher) rowGroup(rg int) *rowGroupPlain {
 		d.chunks[c.Off] = &chunkPlain{done: make(chan struct{})}
 	}
 	return d
+}
+
+// ranges returns the verified reads fill makes for d, in order: one for
+// each run of adjacent chunks.
+func (d *rowGroupPlain) ranges() []pme.Span {
+	var out []pme.Span
+	for _, c := range d.spans {
+		if k := len(out); k > 0 && out[k-1].End() == c.Off {
+			out[k-1].Len += c.Len
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// planScan tells the object's Source, if it is a verify.Planner, every
+// range the scan of row groups rgs will read, in the order it reads them:
+// a store over a network then fetches their parent pairs together and
+// keeps requests in flight ahead of the scan (verify.Planner). It changes
+// only which requests the store makes, never what is verified.
+func planScan(ctx context.Context, vr *verify.Reader, grid [][]pme.Span, cols, rgs []int) {
+	f := &fetcher{grid: grid, cols: cols}
+	var plan []verify.Range
+	for _, rg := range rgs {
+		for _, sp := range f.rowGroup(rg).ranges() {
+			plan = append(plan, verify.Range{Off: uint64(sp.Off), N: uint64(sp.Len)})
+		}
+	}
+	vr.Plan(ctx, plan)
 }
 
 // fill opens the chunks of d in order and reports whether all opened. On

@@ -113,6 +113,7 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		view.close()
 		return nil, err
 	}
+	planScan(ctx, r.vr, r.grid, cols, rgs)
 	if par := cfg.workers(len(rgs)); par > 1 {
 		view.close()
 		defer rr.Release()

@@ -56,6 +56,13 @@ func (s countingSource) Slice(ctx context.Context, id storageid.ID, off, n uint6
 	return countingReadCloser{rc, s.c}, nil
 }
 
+// Plan passes a plan on to the source, if it is a verify.Planner.
+func (s countingSource) Plan(ctx context.Context, id storageid.ID, ranges []verify.Range) {
+	if p, ok := s.Source.(verify.Planner); ok {
+		p.Plan(ctx, id, ranges)
+	}
+}
+
 type countingReadCloser struct {
 	io.ReadCloser
 	c *counters

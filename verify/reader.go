@@ -112,6 +112,32 @@ func (r *Reader) ID() storageid.ID {
 	return r.id
 }
 
+// Plan tells the Reader's Source, if it is a Planner, which ranges are
+// about to be read, in order (see Planner); otherwise it does nothing. The
+// ranges are clipped to the object, and those in the verified last group,
+// which the Reader serves itself, are left out. It returns at once; what
+// it starts ends with ctx.
+func (r *Reader) Plan(ctx context.Context, ranges []Range) {
+	p, ok := r.src.(Planner)
+	if !ok || len(ranges) == 0 {
+		return
+	}
+	out := make([]Range, 0, len(ranges))
+	for _, g := range ranges {
+		if g.N == 0 || g.Off >= r.tailStart {
+			continue
+		}
+		end := g.Off + g.N
+		if end < g.Off || end > r.tailStart {
+			end = r.tailStart // as ReadAtContext asks
+		}
+		out = append(out, Range{g.Off, end - g.Off})
+	}
+	if len(out) > 0 {
+		p.Plan(ctx, r.id, out)
+	}
+}
+
 // ReadAt reads len(p) bytes of the object at off, as ReadAtContext with
 // context.Background().
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {

@@ -42,3 +42,22 @@ type Source interface {
 	// carries extra bytes fails verification.
 	Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.ReadCloser, error)
 }
+
+// A Range is a byte range [Off, Off+N) of a blob.
+type Range struct{ Off, N uint64 }
+
+// A Planner is a Source that can be told ahead which ranges of a blob a
+// reader is about to ask for, in the order it will ask for them, so that
+// it can fetch their proof material in fewer, larger or earlier requests
+// (a store over a network: the parent pairs of every range in one or two
+// requests, the next ranges' bytes while the reader verifies the current
+// ones). Plan is only a hint: it returns at once, it changes which
+// requests a Source makes and when, never what Slice returns, and a
+// Source that ignores it is correct. Nothing fetched ahead is trusted
+// either: it reaches the reader only through Slice, and is verified
+// against the storage_id like every slice (Section 11.10). The work Plan
+// starts ends when ctx is done; a Planner bounds what it holds ahead.
+type Planner interface {
+	Source
+	Plan(ctx context.Context, id storageid.ID, ranges []Range)
+}

@@ -90,6 +90,7 @@ func (s *Store) Delete(ctx context.Context, id storageid.ID) error {
 	s.forget(id)
 	s.outboards.forget(id)
 	s.pairs.forget(id)
+	s.plans.forget(id)
 	_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.dataKey(id))})
 	found := err == nil
 	if err != nil && status(err) != http.StatusNotFound {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -71,7 +72,7 @@ type pending struct {
 
 	mu      sync.Mutex
 	h       verify.Hasher
-	mem     []byte   // the bytes, while they fit one part
+	mem     pieces   // the bytes, while they fit one part
 	file    *os.File // the bytes, once they do not
 	removed bool     // file's name is already removed
 	n       int64
@@ -116,7 +117,7 @@ func (p *pending) Write(b []byte) (int, error) {
 
 func (p *pending) spool(b []byte) error {
 	if p.file == nil && p.n+int64(len(b)) <= p.s.partSize {
-		p.mem = append(p.mem, b...)
+		p.mem.add(b)
 		return nil
 	}
 	if p.file == nil {
@@ -130,13 +131,50 @@ func (p *pending) spool(b []byte) error {
 			p.removed = true
 		}
 		p.file = f
-		if _, err := f.Write(p.mem); err != nil {
-			return err
+		for _, b := range p.mem.bs {
+			if _, err := f.Write(b); err != nil {
+				return err
+			}
 		}
-		p.mem = nil
+		p.mem = pieces{}
 	}
 	_, err := p.file.Write(b)
 	return err
+}
+
+// pieces are the bytes written, one copy of each write: no buffer grows
+// and is copied again as they arrive (a 4 MiB import in 1 MiB writes
+// copied 7 MiB more that way, and left the garbage).
+type pieces struct {
+	bs   [][]byte
+	offs []int64 // where each piece starts
+	n    int64
+}
+
+func (ps *pieces) add(b []byte) {
+	ps.bs = append(ps.bs, bytes.Clone(b))
+	ps.offs = append(ps.offs, ps.n)
+	ps.n += int64(len(b))
+}
+
+// ReadAt implements io.ReaderAt.
+func (ps *pieces) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("s3: negative offset")
+	}
+	if off >= ps.n {
+		return 0, io.EOF
+	}
+	i := sort.Search(len(ps.offs), func(i int) bool { return ps.offs[i] > off }) - 1
+	n := 0
+	for ; i >= 0 && i < len(ps.bs) && n < len(p); i++ {
+		m := copy(p[n:], ps.bs[i][off+int64(n)-ps.offs[i]:])
+		n += m
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // body returns the spooled bytes.
@@ -144,12 +182,12 @@ func (p *pending) body() io.ReaderAt {
 	if p.file != nil {
 		return p.file
 	}
-	return bytes.NewReader(p.mem)
+	return &p.mem
 }
 
 // release frees the spool.
 func (p *pending) release() {
-	p.mem = nil
+	p.mem = pieces{}
 	if p.file != nil {
 		p.file.Close()
 		if !p.removed {
@@ -183,10 +221,13 @@ func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
 	fail := func(step string, err error) (storageid.ID, error) {
 		return storageid.ID{}, fmt.Errorf("s3: commit %s: %s: %w", id, step, err)
 	}
-	if err := s.putOutboard(ctx, id, ob.Bytes()); err != nil {
+	obNew, err := s.putOutboard(ctx, id, ob.Bytes())
+	if err != nil {
 		return fail("writing outboard", err)
 	}
-	created, err := s.putData(ctx, id, p.body(), size, true)
+	// An outboard just created means the data is almost surely not held
+	// either: no HEAD before its PUT (put still finds a 412 a reset hid).
+	created, err := s.putData(ctx, id, p.body(), size, true, !obNew)
 	if err != nil {
 		return fail("writing data", err)
 	}
@@ -195,7 +236,7 @@ func (p *pending) Commit(ctx context.Context) (storageid.ID, error) {
 		// damaged (the outboard was checked above).
 		err := verify.Verify(ctx, s, id)
 		if errors.Is(err, verify.ErrVerify) {
-			if _, err := s.putData(ctx, id, p.body(), size, false); err != nil {
+			if _, err := s.putData(ctx, id, p.body(), size, false, false); err != nil {
 				return fail("repairing damaged data", err)
 			}
 		} else if err != nil {
@@ -219,19 +260,20 @@ func (p *pending) Abort() error {
 }
 
 // putOutboard writes the outboard of id if the store does not hold it,
-// and replaces a held one that differs.
-func (s *Store) putOutboard(ctx context.Context, id storageid.ID, ob []byte) error {
+// and replaces a held one that differs. It reports whether it created the
+// key (rather than finding it held).
+func (s *Store) putOutboard(ctx context.Context, id storageid.ID, ob []byte) (bool, error) {
 	key := s.outboardKey(id)
-	created, err := s.putSmall(ctx, key, ob, true)
+	created, err := s.putSmall(ctx, key, ob, true, true)
 	if err != nil || created {
-		return err
+		return created, err
 	}
 	held, err := s.getAll(ctx, key, int64(len(ob)))
 	if err == nil && bytes.Equal(held, ob) {
-		return nil
+		return false, nil
 	}
-	_, err = s.putSmall(ctx, key, ob, false)
-	return err
+	_, err = s.putSmall(ctx, key, ob, false, false)
+	return false, err
 }
 
 // getAll reads the object at key, refusing more than limit bytes.
@@ -253,19 +295,22 @@ func (s *Store) getAll(ctx context.Context, key string, limit int64) ([]byte, er
 
 // putSmall PUTs b at key, with If-None-Match: * if conditional. It
 // reports false, and no error, if the key exists (412).
-func (s *Store) putSmall(ctx context.Context, key string, b []byte, conditional bool) (bool, error) {
-	return s.put(ctx, key, bytes.NewReader(b), int64(len(b)), conditional)
+func (s *Store) putSmall(ctx context.Context, key string, b []byte, conditional, head bool) (bool, error) {
+	return s.put(ctx, key, bytes.NewReader(b), int64(len(b)), conditional, head)
 }
 
 // headBeforePutMin is the smallest conditional PUT, in bytes, that put
-// precedes with a HEAD: a server may answer 412 before it has read the
-// body and close the connection, which the client sees as a reset, not as
-// the 412 (versitygw does, even with Expect: 100-continue); the HEAD spares
-// sending the body again, and put checks for the key after a failure.
+// precedes with a HEAD if asked to (head): a server may answer 412 before
+// it has read the body and close the connection, which the client sees as
+// a reset, not as the 412 (versitygw does, even with Expect:
+// 100-continue); the HEAD spares sending the body again, and put checks
+// for the key after a failure either way. Commit asks for the HEAD only
+// when the outboard was held already: a new outboard means new data, and
+// the HEAD would be a round trip for nothing.
 const headBeforePutMin = 1 << 20
 
-func (s *Store) put(ctx context.Context, key string, body io.ReadSeeker, n int64, conditional bool) (bool, error) {
-	if conditional && n >= headBeforePutMin {
+func (s *Store) put(ctx context.Context, key string, body io.ReadSeeker, n int64, conditional, head bool) (bool, error) {
+	if conditional && head && n >= headBeforePutMin {
 		if held, err := s.exists(ctx, key); err != nil || held {
 			return false, err
 		}
@@ -309,12 +354,15 @@ func (s *Store) exists(ctx context.Context, key string) (bool, error) {
 
 // putData writes the size bytes of body as the data of id: in one PUT if
 // they fit a part, else as a multipart upload. With conditional, it
-// writes nothing and reports false if the key exists.
-func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, size uint64, conditional bool) (bool, error) {
+// writes nothing and reports false if the key exists; with head too, it
+// asks first (HEAD) whether the key exists.
+func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, size uint64, conditional, head bool) (bool, error) {
 	key := s.dataKey(id)
 	if int64(size) <= s.partSize {
-		return s.put(ctx, key, io.NewSectionReader(body, 0, int64(size)), int64(size), conditional)
+		return s.put(ctx, key, io.NewSectionReader(body, 0, int64(size)), int64(size), conditional, head)
 	}
+	// A multipart upload asks first whatever head says: the HEAD costs
+	// little beside the parts it may spare.
 	if conditional {
 		if held, err := s.exists(ctx, key); err != nil || held {
 			return false, err
@@ -330,12 +378,18 @@ func (s *Store) putData(ctx context.Context, id storageid.ID, body io.ReaderAt, 
 }
 
 func (s *Store) putMultipart(ctx context.Context, key string, body io.ReaderAt, size int64, conditional bool) (created bool, err error) {
+	start := time.Now()
 	cm, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket:      aws.String(s.bucket),
 		Key:         aws.String(key),
 		ContentType: aws.String("application/octet-stream"),
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Cut while the server may have created the upload: its ID
+			// never arrived, so find it to abort it.
+			s.abortStarted(ctx, key, start)
+		}
 		return false, err
 	}
 	uploadID := cm.UploadId
@@ -411,6 +465,28 @@ feed:
 	}
 	completed = true
 	return true, nil
+}
+
+// abortStarted aborts, best effort, the multipart uploads of key that
+// the server says began since a minute before start (the one a cut
+// CreateMultipartUpload may have begun; a concurrent import of the same
+// bytes that began then fails and is retried by its caller, which beats
+// leaving an upload behind).
+func (s *Store) abortStarted(ctx context.Context, key string, start time.Time) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	out, err := s.client.ListMultipartUploads(actx, &s3.ListMultipartUploadsInput{
+		Bucket: aws.String(s.bucket), Prefix: aws.String(key), MaxUploads: aws.Int32(100),
+	})
+	if err != nil {
+		return
+	}
+	for _, u := range out.Uploads {
+		if u.Key == nil || *u.Key != key || u.UploadId == nil || (u.Initiated != nil && u.Initiated.Before(start.Add(-time.Minute))) {
+			continue
+		}
+		s.abortUpload(ctx, key, u.UploadId)
+	}
 }
 
 // abortUpload aborts a multipart upload, best effort, also when ctx is

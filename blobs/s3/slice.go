@@ -43,18 +43,23 @@ var (
 	obStreamMin uint64 = 1 << 20
 )
 
-// Slice implements verify.Source. It learns the object's size (HEAD, then
-// remembered), computes the chunk groups the range selects and the parent
-// pairs on their paths, and fetches, in parallel, the groups' bytes in one
-// ranged GET of .data and the pairs from .obao4: the whole outboard if it
-// is at most 256 KiB, else only the runs of pairs needed that the Store
-// has not kept from earlier slices (one ranged GET a run, runs less than
-// 4 KiB apart merged; see pairCache). A whole outboard that hashes
-// up to the storage_id (every pair to the chaining value its parent holds,
-// the root pair to the storage_id itself) is kept (8 MiB of outboards at
-// most) and not fetched again: a scan then makes one request a slice. The slice is assembled by
-// verify.ExtractSlice as the returned reader is read; the data is streamed,
-// not held.
+// Slice implements verify.Source. It learns the object's size (then
+// remembers it): for a slice at or past 2^62, as verify.NewReader asks to
+// prove the size, from the Content-Range of a suffix GET of the last
+// group, whose bytes it then serves; otherwise from a HEAD. It computes the
+// chunk groups the range selects and the parent pairs on their paths, and
+// fetches, in parallel, the groups' bytes in one ranged GET of .data and
+// the pairs from .obao4: the whole outboard if it is at most 256 KiB, else
+// only the runs of pairs needed that the Store has not kept from earlier
+// slices (one ranged GET a run, runs less than 4 KiB apart merged; see
+// pairCache). A whole outboard that hashes up to the storage_id (every
+// pair to the chaining value its parent holds, the root pair to the
+// storage_id itself) is kept (8 MiB of outboards at most) and not fetched
+// again: a scan then makes one request a slice. A slice a reader planned
+// (see [Store.Plan]) takes its pairs from the plan and its data from the
+// GET the plan sent ahead, when they are there. The slice is assembled by
+// verify.ExtractSlice as the returned reader is read; the data is
+// streamed, not held.
 //
 // Nothing fetched is trusted. Where the server contradicts itself (a GET
 // whose stated total size is not the size HEAD gave, or a range it says
@@ -74,21 +79,42 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	size, err := s.cachedSize(ctx, id)
-	if err != nil {
-		return nil, err
+	var (
+		pre    io.ReadCloser // the data, opened by the GET that told the size
+		prePos uint64        // where pre starts
+	)
+	size, known := s.knownSize(id)
+	if !known {
+		var err error
+		if off >= suffixProbeMin {
+			size, pre, prePos, err = s.sizeBySuffix(ctx, id)
+		} else {
+			size, err = s.Size(ctx, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	closePre := func() {
+		if pre != nil {
+			pre.Close()
+			pre = nil
+		}
 	}
 	if size > 1<<63-1 {
+		closePre()
 		return nil, fmt.Errorf("s3: slice of %s: stated size %d exceeds 2^63-1", id, size)
 	}
 	g0, g1 := selectGroups(size, off, n)
 	obSize := verify.OutboardSize(size)
+	p := s.plans.find(obKey{id, size})
 	var (
-		runs   []span
-		cached []byte    // a whole outboard already fetched and checked
-		whole  bool      // the outboard is fetched whole: check it and keep it
-		kept   []segment // pairs of a large outboard kept from earlier slices
-		pairs  bool      // keep the pairs of a large outboard that chain to id
+		runs    []span
+		cached  []byte    // a whole outboard already fetched and checked
+		whole   bool      // the outboard is fetched whole: check it and keep it
+		kept    []segment // pairs of a large outboard kept from earlier slices
+		pairs   bool      // keep the pairs of a large outboard that chain to id
+		planned bool      // the plan holds every pair needed
 	)
 	if obSize > 0 {
 		if obSize <= wholeOutboardMax {
@@ -97,8 +123,23 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 			}
 		} else {
 			needed := neededPairs(size, g0, g1)
+			if p != nil {
+				segs, missing, ok := p.pairs(ctx, needed)
+				if !ok {
+					closePre()
+					return nil, ctx.Err()
+				}
+				// The plan's pairs and those kept from earlier slices:
+				// if they hold every pair needed, no outboard GET.
+				if fetch, have := s.pairs.lookup(obKey{id, size}, missing, 0); len(fetch) == 0 {
+					kept, planned = append(segs, have...), true
+					sort.Slice(kept, func(i, j int) bool { return kept[i].off < kept[j].off })
+				}
+			}
 			runs = coalesce(needed, obGapMax)
-			if !(len(runs) == 1 && runs[0].n >= obStreamMin) {
+			if planned {
+				runs = nil
+			} else if !(len(runs) == 1 && runs[0].n >= obStreamMin) {
 				// Only the pairs not kept from earlier slices (a run
 				// to stream is fetched whole, none kept).
 				runs, kept = s.pairs.lookup(obKey{id, size}, needed, obGapMax)
@@ -146,10 +187,36 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 
 	var data io.ReadCloser = io.NopCloser(eofReader{})
 	var dataErr error
+	dataPos := g0 * verify.GroupSize
 	if size > 0 {
 		start := g0 * verify.GroupSize
 		end := min(g1*verify.GroupSize, size)
-		data, dataErr = s.getRange(gctx, s.dataKey(id), start, end-start, size)
+		data = nil
+		switch {
+		case pre != nil && prePos <= start:
+			data, dataPos, pre = pre, prePos, nil
+		case p != nil:
+			closePre()
+			if pf := p.take(span{start, end - start}); pf != nil {
+				select {
+				case <-pf.done:
+					if pf.err == nil {
+						data = pf.body
+					}
+				case <-ctx.Done():
+					go func() {
+						<-pf.done
+						if pf.body != nil {
+							pf.body.Close()
+						}
+					}()
+				}
+			}
+		}
+		closePre()
+		if data == nil {
+			data, dataErr = s.getRange(gctx, s.dataKey(id), start, end-start, size)
+		}
 		switch {
 		case errors.Is(dataErr, errBeyondEnd) || errors.Is(dataErr, errSizeMismatch):
 			s.forget(id)
@@ -184,6 +251,10 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	if cached != nil {
 		ob.segs = []segment{{0, cached}}
 	}
+	if planned {
+		ob.segs = kept
+		s.pairs.add(obKey{id, size}, chainedPairs(id, size, g0, g1, ob))
+	}
 	if pairs && stream == nil {
 		if len(kept) > 0 {
 			ob.segs = append(ob.segs, kept...)
@@ -195,7 +266,7 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	if stream != nil {
 		obRA = &forward{r: stream, pos: runs[0].off}
 	}
-	r, err := verify.ExtractSlice(&forward{r: data, pos: g0 * verify.GroupSize}, obRA, size, off, n)
+	r, err := verify.ExtractSlice(&forward{r: data, pos: dataPos}, obRA, size, off, n)
 	if err != nil {
 		cancel()
 		data.Close()
@@ -213,6 +284,51 @@ var (
 )
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+)$`)
+
+// suffixProbeMin is the smallest slice offset for which a Slice that does
+// not know the object's size asks for the object's last group with a
+// suffix GET (Range: bytes=-16384), whose Content-Range states the size,
+// rather than a HEAD first: verify.NewReader proves an object's size with a
+// slice at 2^63-1.
+const suffixProbeMin = 1 << 62
+
+// sizeBySuffix learns the size of id from a suffix GET of its last
+// verify.GroupSize bytes, and returns the open body and where it starts.
+// The size is as untrusted as HEAD's (verify proves it). If the server
+// does not answer a suffix GET as S3 specifies, it asks HEAD instead, and
+// returns no body.
+func (s *Store) sizeBySuffix(ctx context.Context, id storageid.ID) (size uint64, body io.ReadCloser, start uint64, err error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.dataKey(id)),
+		Range:  aws.String("bytes=-" + strconv.Itoa(verify.GroupSize)),
+	})
+	if status(err) == http.StatusNotFound {
+		return 0, nil, 0, fmt.Errorf("%w: %s", blobs.ErrNotFound, id)
+	}
+	if err == nil {
+		var m []string
+		if out.ContentRange != nil {
+			m = contentRange.FindStringSubmatch(*out.ContentRange)
+		}
+		if m != nil {
+			a, errA := strconv.ParseUint(m[1], 10, 64)
+			b, errB := strconv.ParseUint(m[2], 10, 64)
+			total, errT := strconv.ParseUint(m[3], 10, 64)
+			if errA == nil && errB == nil && errT == nil && total > 0 && total <= 1<<63-1 &&
+				b == total-1 && a <= b && b-a+1 == min(verify.GroupSize, total) {
+				s.remember(id, total)
+				return total, out.Body, a, nil
+			}
+		}
+		out.Body.Close()
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, nil, 0, err
+	}
+	size, err = s.Size(ctx, id)
+	return size, nil, 0, err
+}
 
 // getRange opens the bytes [off, off+n) of key, n > 0. The server must
 // answer with exactly that range (206 and its Content-Range): a range it

@@ -72,11 +72,13 @@ type Store struct {
 
 	outboards outboardCache // whole outboards that matched their storage_id
 	pairs     pairCache     // parent pairs of large outboards that chain to their storage_id
+	plans     plans         // what readers said they are about to read (Plan)
 }
 
 var (
-	_ blobs.Store   = (*Store)(nil)
-	_ verify.Source = (*Store)(nil)
+	_ blobs.Store    = (*Store)(nil)
+	_ verify.Source  = (*Store)(nil)
+	_ verify.Planner = (*Store)(nil)
 )
 
 // An Option configures [Open].
@@ -354,15 +356,12 @@ func (s *Store) Size(ctx context.Context, id storageid.ID) (uint64, error) {
 	return size, nil
 }
 
-// cachedSize returns the size of id from the cache, or asks the server.
-func (s *Store) cachedSize(ctx context.Context, id storageid.ID) (uint64, error) {
+// knownSize returns the size of id from the cache.
+func (s *Store) knownSize(id storageid.ID) (uint64, bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	size, ok := s.sizes[id]
-	s.mu.Unlock()
-	if ok {
-		return size, nil
-	}
-	return s.Size(ctx, id)
+	return size, ok
 }
 
 func (s *Store) remember(id storageid.ID, size uint64) {
