@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,35 +56,7 @@ func needSendme(t *testing.T, format string, a ...any) {
 // network namespace of its own with only loopback (unshare -n, ip link set
 // lo up), as TestKMSReal does.
 func TestIrohSendme(t *testing.T) {
-	if os.Getenv(netnsVar) == "" {
-		sm := sendmeBinary(t)
-		for _, tool := range []string{"unshare", "ip"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				needSendme(t, "%s is missing (util-linux, iproute2): %v", tool, err)
-			}
-		}
-		bin := irohBinary(t)
-		flags := "-n"
-		if os.Geteuid() != 0 {
-			flags = "-rn"
-		}
-		args := []string{flags, "sh", "-c", `ip link set lo up && exec "$0" "$@"`,
-			os.Args[0], "-test.run=^TestIrohSendme$", "-test.count=1", "-test.timeout=5m"}
-		if testing.Verbose() {
-			args = append(args, "-test.v")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "unshare", args...)
-		cmd.Env = append(os.Environ(), netnsVar+"=1", "SOP_PME_TEST_IROH_BINARY="+bin, "SOP_PME_SENDME="+sm)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			if strings.Contains(string(out), "unshare failed") || strings.Contains(string(out), "Operation not permitted") {
-				needSendme(t, "cannot make a network namespace: %v\n%s", err, out)
-			}
-			t.Fatalf("TestIrohSendme in a network namespace: %v\n%s", err, out)
-		}
-		t.Logf("in a network namespace:\n%s", out)
+	if !inLoopbackNetns(t, "TestIrohSendme", []string{"SOP_PME_TEST_IROH_BINARY=" + irohBinary(t), "SOP_PME_SENDME=" + sendmeBinary(t)}, needSendme) {
 		return
 	}
 	sendmeInNetns(t)

@@ -34,10 +34,6 @@ const (
 	testAWSSecret = "sopPmeTestSecret/9f3c1e7a2b5d4c6e8f0a1b2c3d4e5f6a"
 )
 
-// netnsVar is set in the copy of the test binary that runs inside the
-// private network namespace.
-const netnsVar = "SOP_PME_TEST_IN_NETNS"
-
 // needTool fails the test under CI=true, where every tool must be there,
 // and skips it otherwise.
 func needTool(t *testing.T, format string, a ...any) {
@@ -79,35 +75,7 @@ func localKMS(t *testing.T) string {
 // nothing inside reaches out. The binary is built, and the modules read,
 // before it enters the namespace.
 func TestKMSReal(t *testing.T) {
-	if os.Getenv(netnsVar) == "" {
-		lk := localKMS(t)
-		for _, tool := range []string{"unshare", "ip"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				needTool(t, "%s is missing (util-linux, iproute2): %v", tool, err)
-			}
-		}
-		bin := sopBinary(t)
-		flags := "-n"
-		if os.Geteuid() != 0 {
-			flags = "-rn" // a user namespace, where we may make a network one
-		}
-		args := []string{flags, "sh", "-c", `ip link set lo up && exec "$0" "$@"`,
-			os.Args[0], "-test.run=^TestKMSReal$", "-test.count=1", "-test.timeout=5m"}
-		if testing.Verbose() {
-			args = append(args, "-test.v")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "unshare", args...)
-		cmd.Env = append(os.Environ(), netnsVar+"=1", "SOP_PME_TEST_SOP_BINARY="+bin, "SOP_PME_LOCAL_KMS="+lk)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			if strings.Contains(string(out), "unshare failed") || strings.Contains(string(out), "Operation not permitted") {
-				needTool(t, "cannot make a network namespace: %v\n%s", err, out)
-			}
-			t.Fatalf("TestKMSReal in a network namespace: %v\n%s", err, out)
-		}
-		t.Logf("in a network namespace:\n%s", out)
+	if !inLoopbackNetns(t, "TestKMSReal", []string{"SOP_PME_TEST_SOP_BINARY=" + sopBinary(t), "SOP_PME_LOCAL_KMS=" + localKMS(t)}, needTool) {
 		return
 	}
 	kmsInNetns(t)
