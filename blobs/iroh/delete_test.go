@@ -4,12 +4,14 @@ package iroh
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/storageid"
@@ -156,6 +158,11 @@ func TestDelete(t *testing.T) {
 	}
 	if err := s.Delete(ctx); err != nil {
 		t.Errorf("Delete of nothing: %v", err)
+	}
+	past, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	if err := s.Delete(past, keep); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Delete past its deadline: %v, want context.DeadlineExceeded", err)
 	}
 
 	// A node serving every blob stops serving a deleted one.

@@ -39,6 +39,9 @@ const (
 
 	// DefaultFetchTimeout bounds a remote fetch whose context has no deadline.
 	DefaultFetchTimeout = 60 * time.Second
+
+	// DefaultDeleteTimeout bounds a Delete whose context has no deadline.
+	DefaultDeleteTimeout = 2 * time.Minute
 )
 
 var (
@@ -280,8 +283,10 @@ func (s *Store) Objects(ctx context.Context) ([]storageid.ID, error) {
 // fails with CodeInvalid): they stop being served at once, then their tags
 // are deleted and iroh-blobs' garbage collection runs, which removes their
 // data and outboard files (and every other complete blob that no tag
-// holds), and Delete waits for it to end (at most two minutes, else
-// ErrTimeout) and checks that none is left (CodeIO if one is). An id the
+// holds), and Delete waits for it to end (until ctx's deadline, or
+// DefaultDeleteTimeout without one, else ErrTimeout; a ctx cancelled
+// without a deadline is seen only at the end) and checks that none is left
+// (CodeIO if one is). An id the
 // store does not hold is no error, so Delete can be repeated. It takes
 // some tens of milliseconds, for one id or many: the collection starts at
 // the next 20 ms tick of iroh-blobs' GC task, and is seen to end at the
@@ -291,6 +296,14 @@ func (s *Store) Objects(ctx context.Context) ([]storageid.ID, error) {
 // keep them in freed blocks (a deleted file is not overwritten), and a
 // fetch already under way may still finish.
 func (s *Store) Delete(ctx context.Context, ids ...storageid.ID) error {
+	timeout := DefaultDeleteTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+		if timeout <= 0 {
+			return context.DeadlineExceeded
+		}
+	}
+	ms := max(uint64(timeout.Milliseconds()), 1)
 	h, err := s.acquire(ctx)
 	if err != nil {
 		return err
@@ -301,7 +314,7 @@ func (s *Store) Delete(ctx context.Context, ids ...storageid.ID) error {
 		hashes = append(hashes, id[:]...)
 	}
 	eb := errBuf()
-	rc := C.sop_iroh_delete(h, u8(hashes), C.size_t(len(ids)), errPtr(eb), errCap)
+	rc := C.sop_iroh_delete(h, u8(hashes), C.size_t(len(ids)), C.uint64_t(ms), errPtr(eb), errCap)
 	return mkErr("delete", rc, eb)
 }
 

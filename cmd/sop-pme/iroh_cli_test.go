@@ -422,7 +422,8 @@ func waitNotServed(t *testing.T, b *env, ids ...string) {
 // over 16 KiB (a data file of its own) and one under (which iroh-blobs
 // keeps inline in its database by default). With --allow TABLE, the table
 // is read from the catalog again at each rescan: an object appended to it
-// is served, one removed from it is deleted from the node.
+// is served, one removed from it is deleted from the node, and so are the
+// table's objects when it is dropped.
 func TestIrohServeDelete(t *testing.T) {
 	t.Parallel()
 	a, b := newEnv(t), newEnv(t)
@@ -493,5 +494,24 @@ func TestIrohServeDelete(t *testing.T) {
 	}
 	if hits := ciphertextIn(t, irohA, keepCipher); len(hits) > 0 {
 		t.Errorf("an object no longer allowed is still in %v", hits)
+	}
+
+	// The table dropped (rm TABLE): its objects go, and serve keeps going.
+	last := a.importTable("orders", []string{bigCSV(t, dir, "last.csv", 8000, 2000)})[0].StorageID
+	deadline = time.Now().Add(20 * time.Second)
+	for b.sop("verify", last).code != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an object appended to the allowed table not served within 20 s: %s", b.sop("verify", last))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lastCipher, err := os.ReadFile(filepath.Join(a.store, last+".data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ok("rm", "--yes", "orders")
+	waitNotServed(t, b, last)
+	if hits := ciphertextIn(t, irohA, lastCipher); len(hits) > 0 {
+		t.Errorf("the ciphertext of an object of the dropped table is still in %v", hits)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/blobs/iroh"
+	"github.com/sovm/sop-pme/catalog"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 	"github.com/spf13/cobra"
@@ -142,7 +143,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	allow, err := al.resolve(ctx)
+	allow, err := al.resolve(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,8 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			m, err := a.rescan(ctx, al, src, node, f.bind)
+			var m int
+			m, allow, err = a.rescan(ctx, al, allow, src, node, f.bind)
 			if err != nil && ctx.Err() == nil {
 				fmt.Fprintf(a.stderr, "sop-pme: warning: rescanning the store: %s\n", clean(err))
 			} else if m != n && !a.quiet {
@@ -193,25 +195,28 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 }
 
 // rescan is one --rescan of serve: it resolves --allow again (a table's
-// objects from the catalog as it is now), brings the node's iroh store in
-// step with the store (syncServed), then gives the node's allow-list the
-// objects now allowed. On error the node keeps serving what it served,
-// less what syncServed deleted.
-func (a *app) rescan(ctx context.Context, al *allowSpec, src store, node *iroh.Store, bind string) (int, error) {
-	allow, err := al.resolve(ctx)
-	if err != nil {
-		return 0, err
+// objects from the catalog as it is now; if that fails, it keeps allow,
+// the last list, and says so), brings the node's iroh store in step with
+// the store (syncServed), then gives the node's allow-list the objects now
+// allowed. It returns how many objects are served, and the list used.
+func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]bool, src store, node *iroh.Store, bind string) (int, map[storageid.ID]bool, error) {
+	if al != nil {
+		if now, err := al.resolve(ctx, true); err != nil {
+			fmt.Fprintf(a.stderr, "sop-pme: warning: reading --allow's tables from the catalog (serving the objects they had): %s\n", clean(err))
+		} else {
+			allow = now
+		}
 	}
 	n, err := a.syncServed(ctx, src, node, allow)
 	if err != nil {
-		return n, err
+		return n, allow, err
 	}
 	if allow != nil {
 		if _, err := node.ServeOn(ctx, bind, allowIDs(allow)); err != nil {
-			return n, err
+			return n, allow, err
 		}
 	}
-	return n, nil
+	return n, allow, nil
 }
 
 // allowIDs returns the storage_ids of allow (nil if allow is nil: serve
@@ -240,6 +245,7 @@ type allowSpec struct {
 	f      *serveFlags
 	ids    []storageid.ID
 	tables []string
+	gone   map[string]bool // tables reported missing
 }
 
 // parseAllow parses serve --allow (nil without it), resolving the
@@ -248,7 +254,7 @@ func (a *app) parseAllow(ctx context.Context, f *serveFlags, src store) (*allowS
 	if f.allow == nil {
 		return nil, nil
 	}
-	al := &allowSpec{a: a, f: f}
+	al := &allowSpec{a: a, f: f, gone: map[string]bool{}}
 	var idArgs []idArg
 	for _, v := range f.allow {
 		v = strings.TrimSpace(v)
@@ -270,7 +276,9 @@ func (a *app) parseAllow(ctx context.Context, f *serveFlags, src store) (*allowS
 // the storage_ids given, and the objects of the tables given as the
 // catalog lists them now. The keyring is opened for the reading and
 // closed after, so that a writer (sop-pme import) is not kept from it.
-func (al *allowSpec) resolve(ctx context.Context) (map[storageid.ID]bool, error) {
+// With dropped, a table no longer in the catalog (sop-pme rm TABLE) allows
+// nothing, and is reported once on stderr; without, it is an error.
+func (al *allowSpec) resolve(ctx context.Context, dropped bool) (map[storageid.ID]bool, error) {
 	if al == nil {
 		return nil, nil
 	}
@@ -287,9 +295,17 @@ func (al *allowSpec) resolve(ctx context.Context) (map[storageid.ID]bool, error)
 		c := catalogOf(k)
 		for _, name := range al.tables {
 			t, err := c.Table(ctx, name)
+			if dropped && errors.Is(err, catalog.ErrNoTable) {
+				if !al.gone[name] {
+					fmt.Fprintf(al.a.stderr, "sop-pme: warning: --allow %s: no such table any more: none of its objects is served\n", name)
+					al.gone[name] = true
+				}
+				continue
+			}
 			if err != nil {
 				return nil, tableErr(name, err)
 			}
+			delete(al.gone, name)
 			for _, id := range tableObjectIDs(t) {
 				allow[id] = true
 			}

@@ -174,9 +174,11 @@ int32_t sop_iroh_tagged(const SopIrohStore *store, const uint8_t *prefix,
  * removes their data and outboard files (and every other complete blob no
  * tag holds). A blob the store does not hold is no error. Fails with
  * SOP_IROH_E_IO if one is still held afterwards (by a temporary tag), and
- * SOP_IROH_E_TIMEOUT if the collection did not end within 120 s. */
+ * SOP_IROH_E_TIMEOUT if all this did not end within timeout_ms (0: no
+ * limit; the collection still runs). */
 int32_t sop_iroh_delete(const SopIrohStore *store, const uint8_t *hashes,
-                        size_t n_hashes, char *err, size_t err_cap);
+                        size_t n_hashes, uint64_t timeout_ms, char *err,
+                        size_t err_cap);
 
 /* Writes the iroh endpoint ticket ("endpoint...") of a peer's address,
  * given in any form sop_iroh_fetch takes. */

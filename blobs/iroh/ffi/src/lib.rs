@@ -420,8 +420,9 @@ pub unsafe extern "C" fn sop_iroh_tagged(
 /// which removes their data and outboard files (and every other complete
 /// blob that no tag holds). A blob the store does not hold is no error. It
 /// fails with SOP_IROH_E_IO if one is still there afterwards (a temporary
-/// tag holds it), and SOP_IROH_E_TIMEOUT if the collection did not end
-/// within 120 s.
+/// tag holds it), and SOP_IROH_E_TIMEOUT if it did not end within
+/// timeout_ms (0: no limit); the tags are deleted then, and the collection
+/// still runs.
 ///
 /// # Safety
 /// hashes must point to 32*n_hashes bytes.
@@ -430,6 +431,7 @@ pub unsafe extern "C" fn sop_iroh_delete(
     store: *const SopIrohStore,
     hashes: *const u8,
     n_hashes: usize,
+    timeout_ms: u64,
     err: *mut c_char,
     err_cap: usize,
 ) -> i32 {
@@ -442,7 +444,7 @@ pub unsafe extern "C" fn sop_iroh_delete(
             .chunks_exact(32)
             .map(|h| Hash::from_bytes(h.try_into().expect("32 bytes")))
             .collect();
-        block_on(s.delete(&hs))?
+        block_on_timeout(timeout_ms, s.delete(&hs))
     })
 }
 

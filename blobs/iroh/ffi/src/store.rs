@@ -30,7 +30,7 @@ use crate::{
     export::{lock_export, Export},
     net::Net,
     runtime::{block_on, lock, runtime},
-    E_HASH_MISMATCH, E_INVALID, E_IO, E_TIMEOUT,
+    E_HASH_MISMATCH, E_INVALID, E_IO,
 };
 
 /// sop_iroh_store_open's flag SOP_IROH_OPEN_DELETE: the store can delete
@@ -41,9 +41,6 @@ pub(crate) const OPEN_DELETE: u32 = 1;
 /// was requested: the delay a delete waits for before the collection starts,
 /// and again after it ends before it is seen as ended.
 const GC_POLL: Duration = Duration::from_millis(20);
-
-/// The longest a delete waits for the collection it requested.
-const GC_WAIT: Duration = Duration::from_secs(120);
 
 /// On-demand garbage collection for a store opened with OPEN_DELETE.
 ///
@@ -152,8 +149,8 @@ impl Gc {
         Ok(partial)
     }
 
-    /// Asks for a collection that does not spare doomed, and waits (at most
-    /// GC_WAIT) until it ended.
+    /// Asks for a collection that does not spare doomed, and waits until it
+    /// ended (the caller bounds the wait: sop_iroh_delete's timeout).
     async fn collect(&self, doomed: &[Hash]) -> Result<()> {
         let mut ended = self.ended.subscribe();
         let want = {
@@ -162,20 +159,24 @@ impl Gc {
             st.requested += 1;
             st.requested
         };
-        let r = tokio::time::timeout(GC_WAIT, ended.wait_for(|n| *n >= want)).await;
-        {
-            let mut st = lock(&self.state);
-            for h in doomed {
-                st.doomed.remove(h);
-            }
-        }
-        match r {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(_)) => Err(Error::new(E_IO, "garbage collection stopped")),
-            Err(_) => Err(Error::new(
-                E_TIMEOUT,
-                format!("garbage collection did not end within {GC_WAIT:?}"),
-            )),
+        // Undoom on every exit, also when the wait is dropped by a timeout.
+        let _undoom = Undoom(self, doomed);
+        ended
+            .wait_for(|n| *n >= want)
+            .await
+            .map(|_| ())
+            .map_err(|_| Error::new(E_IO, "garbage collection stopped"))
+    }
+}
+
+/// Takes blobs off the doomed set when dropped.
+struct Undoom<'a>(&'a Gc, &'a [Hash]);
+
+impl Drop for Undoom<'_> {
+    fn drop(&mut self) {
+        let mut st = lock(&self.0.state);
+        for h in self.1 {
+            st.doomed.remove(h);
         }
     }
 }
