@@ -30,6 +30,18 @@
 // The binding never uses iroh-blobs' non-verifying reads (export_ranges,
 // the BlobReader, export to a path), and exposes no way to read bare bytes.
 //
+// # Deleting
+//
+// A store opened [WithDelete] can delete objects ([Store.Delete]), as a
+// serving node must when an object leaves the store it serves: the blobs
+// stop being served at once, and iroh-blobs' garbage collection (its only
+// public way to delete, and run here only when Delete asks) removes their
+// data and outboard files. Such a store keeps no blob bytes inline in its
+// database, so no freed database page holds them. Stores that cache
+// fetched blobs are opened without it: their partial blobs have no tag,
+// and garbage collection would take them (it protects partial blobs all
+// the same).
+//
 // # Network
 //
 // Serving and fetching use one iroh endpoint a store, bound to 127.0.0.1

@@ -28,8 +28,8 @@ import (
 )
 
 // abiVersion is the ABI this package is written against. Calling
-// C.sop_iroh_abi_v3 makes a library of another ABI version fail to link.
-const abiVersion = 3
+// C.sop_iroh_abi_v4 makes a library of another ABI version fail to link.
+const abiVersion = 4
 
 const (
 	irohDir    = "iroh"    // the iroh-blobs FsStore, under the store directory
@@ -39,6 +39,9 @@ const (
 
 	// DefaultFetchTimeout bounds a remote fetch whose context has no deadline.
 	DefaultFetchTimeout = 60 * time.Second
+
+	// DefaultDeleteTimeout bounds a Delete whose context has no deadline.
+	DefaultDeleteTimeout = 2 * time.Minute
 )
 
 var (
@@ -64,6 +67,27 @@ type Option func(*config) error
 
 type config struct {
 	fetchTimeout time.Duration
+	deletable    bool
+}
+
+// WithDelete opens the store so that [Store.Delete] can delete objects
+// from it: iroh-blobs' garbage collection is turned on, to run only when
+// Delete asks, and then removes every complete blob that no tag holds
+// (objects imported into this store are tagged; blobs fetched into it from
+// another node by [Remote.Slice] or [Store.Fetch] are not, and go once
+// complete, while partial ones are kept), and the store keeps every blob's
+// data and outboard in files of their own, none inline in its database,
+// whose freed pages would keep the bytes of a deleted blob until reused. Do
+// not use it for a store that caches fetched blobs.
+//
+// Blobs of up to 16 KiB written before by an Open without WithDelete stay
+// inline in the database, and their bytes may stay in its freed pages after
+// Delete.
+func WithDelete() Option {
+	return func(c *config) error {
+		c.deletable = true
+		return nil
+	}
 }
 
 // WithFetchTimeout sets the time limit of a remote fetch whose context has no
@@ -114,7 +138,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if v := C.sop_iroh_abi_v3(); v != abiVersion {
+	if v := C.sop_iroh_abi_v4(); v != abiVersion {
 		return nil, fmt.Errorf("iroh: library ABI version %d, want %d", v, abiVersion)
 	}
 	dir, err := filepath.Abs(dir)
@@ -128,9 +152,13 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(string(root), 0o700); err != nil {
 		return nil, fmt.Errorf("iroh: %w", err)
 	}
+	var flags C.uint32_t
+	if cfg.deletable {
+		flags |= C.SOP_IROH_OPEN_DELETE
+	}
 	var h *C.SopIrohStore
 	eb := errBuf()
-	rc := C.sop_iroh_store_open(u8(root), C.size_t(len(root)), &h, errPtr(eb), errCap)
+	rc := C.sop_iroh_store_open(u8(root), C.size_t(len(root)), flags, &h, errPtr(eb), errCap)
 	if err := mkErr("open", rc, eb); err != nil {
 		return nil, err
 	}
@@ -221,6 +249,74 @@ func (s *Store) importPath(ctx context.Context, path string, tag []byte, expect 
 }
 
 func tagFor(id storageid.ID) []byte { return []byte(tagPrefix + id.String()) }
+
+// Objects returns the storage_ids of the objects imported into the store
+// (those its tags "sop-pme/<storage_id>" hold), in order; not the blobs
+// fetched into it from another node.
+func (s *Store) Objects(ctx context.Context) ([]storageid.ID, error) {
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release()
+	p := []byte(tagPrefix)
+	var ptr *C.uint8_t
+	var ln C.size_t
+	eb := errBuf()
+	rc := C.sop_iroh_tagged(h, u8(p), C.size_t(len(p)), &ptr, &ln, errPtr(eb), errCap)
+	if err := mkErr("tagged", rc, eb); err != nil {
+		return nil, err
+	}
+	defer C.sop_iroh_free(ptr, ln)
+	b := goBytes(ptr, ln)
+	if len(b)%len(storageid.ID{}) != 0 {
+		return nil, &Error{Op: "tagged", Code: CodeInternal, Msg: fmt.Sprintf("%d bytes of hashes", len(b))}
+	}
+	ids := make([]storageid.ID, len(b)/len(storageid.ID{}))
+	for i := range ids {
+		copy(ids[i][:], b[i*len(storageid.ID{}):])
+	}
+	return ids, nil
+}
+
+// Delete deletes the objects ids from a store opened [WithDelete] (else it
+// fails with CodeInvalid): they stop being served at once, then their tags
+// are deleted and iroh-blobs' garbage collection runs, which removes their
+// data and outboard files (and every other complete blob that no tag
+// holds), and Delete waits for it to end (until ctx's deadline, or
+// DefaultDeleteTimeout without one, else ErrTimeout; a ctx cancelled
+// without a deadline is seen only at the end) and checks that none is left
+// (CodeIO if one is). An id the
+// store does not hold is no error, so Delete can be repeated. It takes
+// some tens of milliseconds, for one id or many: the collection starts at
+// the next 20 ms tick of iroh-blobs' GC task, and is seen to end at the
+// tick after it.
+//
+// The bytes are removed from the files under IrohDir; the file system may
+// keep them in freed blocks (a deleted file is not overwritten), and a
+// fetch already under way may still finish.
+func (s *Store) Delete(ctx context.Context, ids ...storageid.ID) error {
+	timeout := DefaultDeleteTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+		if timeout <= 0 {
+			return context.DeadlineExceeded
+		}
+	}
+	ms := max(uint64(timeout.Milliseconds()), 1)
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.release()
+	hashes := make([]byte, 0, 32*len(ids))
+	for _, id := range ids {
+		hashes = append(hashes, id[:]...)
+	}
+	eb := errBuf()
+	rc := C.sop_iroh_delete(h, u8(hashes), C.size_t(len(ids)), C.uint64_t(ms), errPtr(eb), errCap)
+	return mkErr("delete", rc, eb)
+}
 
 // ImportBytes imports b as a blob and returns its storage_id, the hash
 // iroh-blobs computed for it, after checking that it equals storageid.Sum(b).

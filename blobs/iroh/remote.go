@@ -33,8 +33,10 @@ func (s *Store) Serve(ctx context.Context) (string, error) {
 // so an unspecified or multicast IP is refused (CodeInvalid). Anyone who
 // can reach that address and knows the endpoint id can fetch every blob
 // served. A store has one endpoint, bound by its first ServeOn or Fetch: a
-// later ServeOn with another binding fails with CodeInvalid, and one with
-// another allow-list keeps the first.
+// later ServeOn with another binding fails with CodeInvalid. A later one
+// with the same binding replaces the allow-list, for the next request; it
+// cannot switch between nil (every blob) and a list (CodeInvalid).
+// [Store.Delete] also takes the blobs it deletes off the list.
 func (s *Store) ServeOn(ctx context.Context, bind string, allow []storageid.ID) (string, error) {
 	h, err := s.acquire(ctx)
 	if err != nil {

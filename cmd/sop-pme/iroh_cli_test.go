@@ -359,3 +359,159 @@ func TestIrohServeAllow(t *testing.T) {
 	b.fails(exitNotFound, []string{res[0].StorageID}, "verify", res[0].StorageID)
 	a.fails(exitNotFound, []string{"nosuch"}, "serve", "--allow", "nosuch", "--iroh-dir", filepath.Join(t.TempDir(), "x"))
 }
+
+// ciphertextIn returns the files under dir that hold a 64-byte piece of
+// data (the pieces at every multiple of 64, and the last 64 bytes): every
+// file, the iroh-blobs database included.
+func ciphertextIn(t *testing.T, dir string, data []byte) []string {
+	t.Helper()
+	if len(data) < 64 {
+		t.Fatalf("%d bytes: too few to look for", len(data))
+	}
+	var pieces [][]byte
+	for off := 0; off+64 <= len(data); off += 64 {
+		pieces = append(pieces, data[off:off+64])
+	}
+	pieces = append(pieces, data[len(data)-64:])
+	var hits []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, pc := range pieces {
+			if bytes.Contains(b, pc) {
+				hits = append(hits, p)
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// waitNotServed waits (at most 20 s) until a read of each id from b's
+// iroh:// store exits 3 (not found).
+func waitNotServed(t *testing.T, b *env, ids ...string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, id := range ids {
+		for {
+			r := b.sop("verify", id)
+			if r.code == exitNotFound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still read from the node 20 s after rm: %s", id, r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// TestIrohServeDelete: an object removed from a served store (sop-pme rm)
+// stops being served within a --rescan or so (a remote read exits 3) while
+// the others still read, and no file under the node's iroh directory, its
+// database included, holds a 64-byte piece of its ciphertext: one object
+// over 16 KiB (a data file of its own) and one under (which iroh-blobs
+// keeps inline in its database by default). With --allow TABLE, the table
+// is read from the catalog again at each rescan: an object appended to it
+// is served, one removed from it is deleted from the node, and so are the
+// table's objects when it is dropped.
+func TestIrohServeDelete(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	a.bin, b.bin = irohBinary(t), irohBinary(t)
+	dir := t.TempDir()
+	res := a.importTable("orders", []string{bigCSV(t, dir, "big.csv", 0, 3000), bigCSV(t, dir, "small.csv", 3000, 5)})
+	big, small := res[0], res[1]
+	if big.Size <= 16<<10 || small.Size >= 16<<10 {
+		t.Fatalf("objects of %d and %d bytes: want one over 16 KiB and one under", big.Size, small.Size)
+	}
+	keep := a.importJSON(bigCSV(t, dir, "keep.csv", 4000, 5), "--assign-field-ids").StorageID
+	cipher := map[string][]byte{}
+	for _, id := range []string{big.StorageID, small.StorageID} {
+		c, err := os.ReadFile(filepath.Join(a.store, id+".data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cipher[id] = c
+	}
+	irohA := filepath.Join(t.TempDir(), "iroh-a")
+	srv := serve(t, a, irohA, "--rescan", "200ms")
+	b.store = "iroh://" + srv.ticket
+	b.ok("verify", big.StorageID, small.StorageID, keep)
+	for id, c := range cipher {
+		if len(ciphertextIn(t, irohA, c)) == 0 {
+			t.Fatalf("the test does not see %s's ciphertext under the node's iroh directory while it is served", id)
+		}
+	}
+
+	start := time.Now()
+	a.ok("rm", "--yes", "--table", "orders", big.StorageID, small.StorageID)
+	waitNotServed(t, b, big.StorageID, small.StorageID)
+	t.Logf("not served %v after rm (--rescan 200ms)", time.Since(start).Round(time.Millisecond))
+	b.ok("verify", keep)
+	for id, c := range cipher {
+		if hits := ciphertextIn(t, irohA, c); len(hits) > 0 {
+			t.Errorf("%s's ciphertext is still in %v", id, hits)
+		}
+	}
+	srv.stop()
+
+	// --allow TABLE, resolved again at each rescan.
+	srv = serve(t, a, irohA, "--rescan", "200ms", "--allow", "orders")
+	b.store = "iroh://" + srv.ticket
+	b.fails(exitNotFound, []string{keep}, "verify", keep)
+	added := a.importTable("orders", []string{bigCSV(t, dir, "more.csv", 5000, 2000)})[0].StorageID
+	deadline := time.Now().Add(20 * time.Second)
+	for b.sop("verify", added).code != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an object appended to the allowed table not served within 20 s: %s", b.sop("verify", added))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	addedCipher, err := os.ReadFile(filepath.Join(a.store, added+".data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ok("rm", "--yes", "--table", "orders", added)
+	waitNotServed(t, b, added)
+	if hits := ciphertextIn(t, irohA, addedCipher); len(hits) > 0 {
+		t.Errorf("the ciphertext of the object removed from the table is still in %v", hits)
+	}
+	// Still in the store, no longer allowed: keep, which an earlier serve
+	// without --allow had copied, is gone from the node too.
+	keepCipher, err := os.ReadFile(filepath.Join(a.store, keep+".data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits := ciphertextIn(t, irohA, keepCipher); len(hits) > 0 {
+		t.Errorf("an object no longer allowed is still in %v", hits)
+	}
+
+	// The table dropped (rm TABLE): its objects go, and serve keeps going.
+	last := a.importTable("orders", []string{bigCSV(t, dir, "last.csv", 8000, 2000)})[0].StorageID
+	deadline = time.Now().Add(20 * time.Second)
+	for b.sop("verify", last).code != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an object appended to the allowed table not served within 20 s: %s", b.sop("verify", last))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lastCipher, err := os.ReadFile(filepath.Join(a.store, last+".data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ok("rm", "--yes", "orders")
+	waitNotServed(t, b, last)
+	if hits := ciphertextIn(t, irohA, lastCipher); len(hits) > 0 {
+		t.Errorf("the ciphertext of an object of the dropped table is still in %v", hits)
+	}
+}

@@ -20,8 +20,7 @@ objects are ciphertext and a storage_id is not a secret from a ticket's
 holder, but the objects' sizes and how many there are are visible to them
 (as they are to anyone who can read the store). serve --allow ID|TABLE
 serves only the objects named (a table's objects as the catalog lists them
-when serve starts: restart it to serve those imported since); a request for
-any other is refused. A reader still needs the DEKs (a keyring that holds
+at start and at each --rescan); a request for any other is refused. A reader still needs the DEKs (a keyring that holds
 them, such as a grant gives: sop-pme keys grant) to decrypt anything.
 
 Relays and discovery are not offered: they would publish the node's
@@ -57,9 +56,14 @@ storage_id as it arrives.
 The node keeps its own iroh-blobs store (--iroh-dir; by default under the
 user cache directory, one per store), into which it copies the store's
 objects at start, each read verified from the store and checked against its
-storage_id, and then every --rescan for the objects imported since. An
-object removed from the store stays served until the iroh directory is
-removed. Serving needs the disk space of the objects twice.
+storage_id, and then every --rescan for the objects imported since. At
+start and at each --rescan, an object removed from the store (sop-pme rm),
+or no longer allowed by --allow, stops being served and its bytes are
+deleted from the iroh directory (data and outboard files; the node keeps no
+object bytes inline in its database): within one --rescan of its removal,
+plus the time to list the store. With --rescan 0 that happens only at
+start. The file system may keep deleted bytes in freed blocks. Serving
+needs the disk space of the objects twice.
 
 The node binds 127.0.0.1 and an ephemeral port unless --bind names an
 address: over a network, the address other nodes dial (not 0.0.0.0), which
@@ -77,7 +81,7 @@ ticket can fetch from it.
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "serve only these `storage_ids or tables` (repeatable, comma-separated; a table needs the keyring that holds its catalog)")
 	cmd.Flags().StringVar(&f.bind, "bind", "", "`IP:PORT` to serve on, the address other nodes dial (default 127.0.0.1 and an ephemeral port)")
 	cmd.Flags().StringVar(&f.irohDir, "iroh-dir", "", "`directory` of the node's iroh-blobs store (default: under the user cache directory, one per store)")
-	cmd.Flags().DurationVar(&f.rescan, "rescan", 10*time.Second, "how often to look for objects imported since (0: never)")
+	cmd.Flags().DurationVar(&f.rescan, "rescan", 10*time.Second, "how often to look for objects imported since and removed since (0: only at start)")
 	return cmd
 }
 

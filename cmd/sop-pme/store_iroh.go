@@ -17,6 +17,7 @@ import (
 
 	"github.com/sovm/sop-pme/blobs"
 	"github.com/sovm/sop-pme/blobs/iroh"
+	"github.com/sovm/sop-pme/catalog"
 	"github.com/sovm/sop-pme/storageid"
 	"github.com/sovm/sop-pme/verify"
 	"github.com/spf13/cobra"
@@ -138,11 +139,15 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	allow, err := a.allowList(ctx, f, src)
+	al, err := a.parseAllow(ctx, f, src)
 	if err != nil {
 		return err
 	}
-	node, err := openCache(ctx, dir)
+	allow, err := al.resolve(ctx, false)
+	if err != nil {
+		return err
+	}
+	node, err := openCache(ctx, dir, iroh.WithDelete())
 	if err != nil {
 		return err
 	}
@@ -151,14 +156,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	var ids []storageid.ID
-	if allow != nil {
-		ids = make([]storageid.ID, 0, len(allow))
-		for id := range allow {
-			ids = append(ids, id)
-		}
-	}
-	addr, err := node.ServeOn(ctx, f.bind, ids)
+	addr, err := node.ServeOn(ctx, f.bind, allowIDs(allow))
 	if err != nil {
 		if isIrohCode(err, iroh.CodeInvalid) {
 			return usagef("--bind %s: %s", f.bind, clean(err))
@@ -184,9 +182,11 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			if m, err := a.syncServed(ctx, src, node, allow); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(a.stderr, "sop-pme: warning: looking for new objects: %s\n", clean(err))
-			} else if m > n && !a.quiet {
+			var m int
+			m, allow, err = a.rescan(ctx, al, allow, src, node, f.bind)
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(a.stderr, "sop-pme: warning: rescanning the store: %s\n", clean(err))
+			} else if m != n && !a.quiet {
 				fmt.Fprintf(a.stderr, "sop-pme: serving %d %s\n", m, plural(m, "object", "objects"))
 				n = m
 			}
@@ -194,48 +194,118 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 }
 
+// rescan is one --rescan of serve: it resolves --allow again (a table's
+// objects from the catalog as it is now; if that fails, it keeps allow,
+// the last list, and says so), brings the node's iroh store in step with
+// the store (syncServed), then gives the node's allow-list the objects now
+// allowed. It returns how many objects are served, and the list used.
+func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]bool, src store, node *iroh.Store, bind string) (int, map[storageid.ID]bool, error) {
+	if al != nil {
+		if now, err := al.resolve(ctx, true); err != nil {
+			fmt.Fprintf(a.stderr, "sop-pme: warning: reading --allow's tables from the catalog (serving the objects they had): %s\n", clean(err))
+		} else {
+			allow = now
+		}
+	}
+	n, err := a.syncServed(ctx, src, node, allow)
+	if err != nil {
+		return n, allow, err
+	}
+	if allow != nil {
+		if _, err := node.ServeOn(ctx, bind, allowIDs(allow)); err != nil {
+			return n, allow, err
+		}
+	}
+	return n, allow, nil
+}
+
+// allowIDs returns the storage_ids of allow (nil if allow is nil: serve
+// every object).
+func allowIDs(allow map[storageid.ID]bool) []storageid.ID {
+	if allow == nil {
+		return nil
+	}
+	ids := make([]storageid.ID, 0, len(allow))
+	for id := range allow {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 func isIrohCode(err error, c iroh.Code) bool {
 	var ie *iroh.Error
 	return errors.As(err, &ie) && ie.Code == c
 }
 
-// allowList returns the objects serve --allow names (nil without it): the
-// storage_ids given (whole, or unique prefixes of objects of the store),
-// and the objects of the tables given, from the catalog in the keyring.
-func (a *app) allowList(ctx context.Context, f *serveFlags, src store) (map[storageid.ID]bool, error) {
+// allowSpec is serve --allow: the storage_ids given (whole, or unique
+// prefixes of objects of the store, resolved once at start), and the tables
+// given, whose objects are read from the catalog at each resolve.
+type allowSpec struct {
+	a      *app
+	f      *serveFlags
+	ids    []storageid.ID
+	tables []string
+	gone   map[string]bool // tables reported missing
+}
+
+// parseAllow parses serve --allow (nil without it), resolving the
+// storage_id prefixes against src.
+func (a *app) parseAllow(ctx context.Context, f *serveFlags, src store) (*allowSpec, error) {
 	if f.allow == nil {
 		return nil, nil
 	}
-	allow := map[storageid.ID]bool{}
+	al := &allowSpec{a: a, f: f, gone: map[string]bool{}}
 	var idArgs []idArg
-	var tables []string
 	for _, v := range f.allow {
 		v = strings.TrimSpace(v)
 		if ia, err := parseIDArg(v); err == nil {
 			idArgs = append(idArgs, ia)
 		} else {
-			tables = append(tables, v)
+			al.tables = append(al.tables, v)
 		}
 	}
 	ids, err := resolveIDs(ctx, src, idArgs)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range ids {
+	al.ids = ids
+	return al, nil
+}
+
+// resolve returns the objects allowed (nil if al is nil: every object):
+// the storage_ids given, and the objects of the tables given as the
+// catalog lists them now. The keyring is opened for the reading and
+// closed after, so that a writer (sop-pme import) is not kept from it.
+// With dropped, a table no longer in the catalog (sop-pme rm TABLE) allows
+// nothing, and is reported once on stderr; without, it is an error.
+func (al *allowSpec) resolve(ctx context.Context, dropped bool) (map[storageid.ID]bool, error) {
+	if al == nil {
+		return nil, nil
+	}
+	allow := map[storageid.ID]bool{}
+	for _, id := range al.ids {
 		allow[id] = true
 	}
-	if len(tables) > 0 {
-		k, err := f.ks.openRing(ctx, f.store.value, ringRead, a.stderr)
+	if len(al.tables) > 0 {
+		k, err := al.f.ks.openRing(ctx, al.f.store.value, ringRead, al.a.stderr)
 		if err != nil {
 			return nil, err
 		}
 		defer k.Close()
 		c := catalogOf(k)
-		for _, name := range tables {
+		for _, name := range al.tables {
 			t, err := c.Table(ctx, name)
+			if dropped && errors.Is(err, catalog.ErrNoTable) {
+				if !al.gone[name] {
+					fmt.Fprintf(al.a.stderr, "sop-pme: warning: --allow %s: no such table any more: none of its objects is served\n", name)
+					al.gone[name] = true
+				}
+				continue
+			}
 			if err != nil {
 				return nil, tableErr(name, err)
 			}
+			delete(al.gone, name)
 			for _, id := range tableObjectIDs(t) {
 				allow[id] = true
 			}
@@ -244,30 +314,56 @@ func (a *app) allowList(ctx context.Context, f *serveFlags, src store) (map[stor
 	return allow, nil
 }
 
-// syncServed copies into the node's iroh store each object of src it does
-// not hold yet (only those of allow, if it is not nil), read verified from src (verify.Reader: each range checked
-// against the storage_id before it is written) and committed by the iroh
-// store only if the hash iroh-blobs computes is the storage_id. It returns
-// how many objects the node serves. An object that does not verify is
-// skipped with a warning, and not served.
+// syncServed brings the node's iroh store in step with src: it deletes
+// from the node the objects it serves that src no longer holds, or that are
+// no longer in allow (if allow is not nil), which stops serving them and
+// removes their bytes from the node's disk (iroh.Store.Delete); then it
+// copies into the node each object of src (only those of allow, if it is
+// not nil) it does not hold yet, read verified from src (verify.Reader:
+// each range checked against the storage_id before it is written) and
+// committed by the iroh store only if the hash iroh-blobs computes is the
+// storage_id. It returns how many objects the node serves. An object that
+// does not verify is skipped with a warning, and not served. Nothing is
+// deleted unless src was listed to the end.
 func (a *app) syncServed(ctx context.Context, src store, node *iroh.Store, allow map[storageid.ID]bool) (int, error) {
-	n := 0
+	var want []storageid.ID
+	keep := map[storageid.ID]bool{}
 	for b, err := range src.List(ctx) {
 		if err != nil {
-			return n, err
+			return 0, err
 		}
 		if allow != nil && !allow[b.ID] {
 			continue
 		}
-		if _, err := node.Size(ctx, b.ID); err == nil {
+		want = append(want, b.ID)
+		keep[b.ID] = true
+	}
+	served, err := node.Objects(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var gone []storageid.ID
+	for _, id := range served {
+		if !keep[id] {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		if err := node.Delete(ctx, gone...); err != nil {
+			return 0, fmt.Errorf("deleting %d %s no longer in the store or allowed from the node: %w", len(gone), plural(len(gone), "object", "objects"), err)
+		}
+	}
+	n := 0
+	for _, id := range want {
+		if _, err := node.Size(ctx, id); err == nil {
 			n++
 			continue
 		}
-		if err := copyVerified(ctx, src, b.ID, node); err != nil {
+		if err := copyVerified(ctx, src, id, node); err != nil {
 			if ctx.Err() != nil {
 				return n, ctx.Err()
 			}
-			fmt.Fprintf(a.stderr, "sop-pme: warning: %s: not served: %s\n", b.ID, clean(err))
+			fmt.Fprintf(a.stderr, "sop-pme: warning: %s: not served: %s\n", id, clean(err))
 			continue
 		}
 		n++

@@ -11,7 +11,7 @@
  *
  * Conventions:
  * - Every function except sop_iroh_free, sop_iroh_export_close and
- *   sop_iroh_abi_v3 returns SOP_IROH_OK (0) or an error code, and writes a
+ *   sop_iroh_abi_v4 returns SOP_IROH_OK (0) or an error code, and writes a
  *   NUL-terminated UTF-8 message (empty on success) into err[0..err_cap).
  * - Strings are passed as (pointer, length), UTF-8, not NUL-terminated.
  * - Hashes are 32 bytes (the BLAKE3 root hash iroh-blobs assigns).
@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define SOP_IROH_ABI_VERSION 3
+#define SOP_IROH_ABI_VERSION 4
 
 #define SOP_IROH_OK 0
 #define SOP_IROH_E_INTERNAL 1      /* a bug or an unexpected state */
@@ -53,6 +53,9 @@ extern "C" {
 #define SOP_IROH_E_REMOTE 10       /* the remote failed to read the blob it serves:
                                     * its copy does not verify, or its store failed */
 
+/* Flags of sop_iroh_store_open. */
+#define SOP_IROH_OPEN_DELETE 1u /* the store can delete blobs (sop_iroh_delete) */
+
 typedef struct SopIrohStore SopIrohStore;
 typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
 
@@ -61,11 +64,20 @@ typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
  * sop_iroh_store_close cancel open exports. Version 3 gave sop_iroh_serve a
  * binding address and an allow-list, added sop_iroh_ticket and
  * SOP_IROH_E_REMOTE, made sop_iroh_fetch take tickets
- * and peers off loopback, and fetch only the groups the store lacks. */
-uint32_t sop_iroh_abi_v3(void);
+ * and peers off loopback, and fetch only the groups the store lacks. Version
+ * 4 gave sop_iroh_store_open its flags (SOP_IROH_OPEN_DELETE), added
+ * sop_iroh_tagged and sop_iroh_delete, and made a later sop_iroh_serve
+ * replace the allow-list. */
+uint32_t sop_iroh_abi_v4(void);
 
-/* Opens or creates an iroh-blobs FsStore in the absolute directory dir. */
-int32_t sop_iroh_store_open(const uint8_t *dir, size_t dir_len,
+/* Opens or creates an iroh-blobs FsStore in the absolute directory dir.
+ * flags is 0 or SOP_IROH_OPEN_DELETE: the store can then delete blobs
+ * (sop_iroh_delete), keeps every blob's data and outboard in files of their
+ * own (none inline in its database, whose freed pages would keep the bytes),
+ * and runs iroh-blobs' garbage collection when a delete asks for it, which
+ * removes every complete blob no tag holds; partial blobs (a fetch resumes
+ * from them) are kept. Unknown bits: SOP_IROH_E_INVALID. */
+int32_t sop_iroh_store_open(const uint8_t *dir, size_t dir_len, uint32_t flags,
                             SopIrohStore **out_store, char *err, size_t err_cap);
 
 /* Cancels the store's open export cursors (their next sop_iroh_export_read
@@ -139,12 +151,34 @@ int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
  * a get or observe request for another, or for the children of a hash
  * sequence, is refused with iroh-blobs' permission error, and get-many and
  * push requests are refused; with only_allowed 0, every blob of the store is.
- * Idempotent for the same binding (the first call's allow-list holds); the
- * store's endpoint is bound once (by the first serve or fetch). */
+ * A later call with the same binding returns the same address and replaces
+ * the allow-list, for the next request; it cannot switch between serving
+ * every blob and only those allowed (SOP_IROH_E_INVALID). The store's
+ * endpoint is bound once (by the first serve or fetch). */
 int32_t sop_iroh_serve(const SopIrohStore *store, const uint8_t *bind,
                        size_t bind_len, int32_t only_allowed, const uint8_t *allow,
                        size_t n_allow, uint8_t **out_ptr, size_t *out_len,
                        char *err, size_t err_cap);
+
+/* Writes the 32-byte hashes of the blobs named by the tags whose names start
+ * with prefix (all tags if prefix_len is 0), each once, in order, to
+ * *out_ptr / *out_len. */
+int32_t sop_iroh_tagged(const SopIrohStore *store, const uint8_t *prefix,
+                        size_t prefix_len, uint8_t **out_ptr, size_t *out_len,
+                        char *err, size_t err_cap);
+
+/* Deletes the blobs whose hashes are at hashes[0..32*n_hashes) from a store
+ * opened with SOP_IROH_OPEN_DELETE (else SOP_IROH_E_INVALID): they stop
+ * being served at once (removed from the allow-list), every tag naming one
+ * is deleted, and a garbage collection runs and is waited for, which
+ * removes their data and outboard files (and every other complete blob no
+ * tag holds). A blob the store does not hold is no error. Fails with
+ * SOP_IROH_E_IO if one is still held afterwards (by a temporary tag), and
+ * SOP_IROH_E_TIMEOUT if all this did not end within timeout_ms (0: no
+ * limit; the collection still runs). */
+int32_t sop_iroh_delete(const SopIrohStore *store, const uint8_t *hashes,
+                        size_t n_hashes, uint64_t timeout_ms, char *err,
+                        size_t err_cap);
 
 /* Writes the iroh endpoint ticket ("endpoint...") of a peer's address,
  * given in any form sop_iroh_fetch takes. */

@@ -49,7 +49,7 @@ use runtime::{block_on, block_on_timeout, runtime};
 use store::Store;
 
 /// The ABI version; `sop_iroh.h` declares the same number.
-pub const SOP_IROH_ABI_VERSION: u32 = 3;
+pub const SOP_IROH_ABI_VERSION: u32 = 4;
 
 // Result codes; `sop_iroh.h` declares the same values.
 const OK: i32 = 0;
@@ -75,12 +75,17 @@ pub struct SopIrohExport(Arc<Mutex<Export>>);
 /// Referenced from the Go package's cgo preamble: a library without this
 /// symbol (another ABI version) fails to link.
 #[no_mangle]
-pub extern "C" fn sop_iroh_abi_v3() -> u32 {
+pub extern "C" fn sop_iroh_abi_v4() -> u32 {
     catch_unwind(|| SOP_IROH_ABI_VERSION).unwrap_or(0)
 }
 
 /// Opens (creating if needed) an iroh-blobs file-system store in the
-/// directory dir (dir_len bytes of UTF-8, absolute path).
+/// directory dir (dir_len bytes of UTF-8, absolute path). flags is 0 or
+/// SOP_IROH_OPEN_DELETE (1): the store can delete blobs (sop_iroh_delete),
+/// keeps every blob's data and outboard in files (none inline in its
+/// database), and runs iroh-blobs' garbage collection when a delete asks,
+/// which removes every complete blob that no tag holds (partial ones are
+/// kept). Other bits fail with SOP_IROH_E_INVALID.
 ///
 /// # Safety
 /// Pointers must be valid for the given lengths; out_store must be writable.
@@ -88,6 +93,7 @@ pub extern "C" fn sop_iroh_abi_v3() -> u32 {
 pub unsafe extern "C" fn sop_iroh_store_open(
     dir: *const u8,
     dir_len: usize,
+    flags: u32,
     out_store: *mut *mut SopIrohStore,
     err: *mut c_char,
     err_cap: usize,
@@ -98,7 +104,7 @@ pub unsafe extern "C" fn sop_iroh_store_open(
         if !dir.is_absolute() {
             return Err(Error::new(E_INVALID, "store directory must be absolute"));
         }
-        let s = Box::new(SopIrohStore(Store::open(&dir)?));
+        let s = Box::new(SopIrohStore(Store::open(&dir, flags)?));
         *out_store = Box::into_raw(s);
         Ok(())
     })
@@ -336,8 +342,9 @@ pub unsafe extern "C" fn sop_iroh_verified_size(
 /// port; no relays, no address lookup, no port mapping) and returns its
 /// address. With only_allowed non-zero, only the n_allow blobs whose 32-byte
 /// hashes are at allow are served (others are refused with iroh-blobs'
-/// permission error; the first call's list holds); with only_allowed 0, every
-/// blob of the store. It returns the address "<endpoint id>@<ip>:<port>" in *out_ptr / *out_len (freed with
+/// permission error); with only_allowed 0, every blob of the store. A later
+/// call replaces the allow-list at once; it cannot switch between serving
+/// every blob and only those allowed (SOP_IROH_E_INVALID). It returns the address "<endpoint id>@<ip>:<port>" in *out_ptr / *out_len (freed with
 /// sop_iroh_free). Calling it again with the same binding returns the same
 /// address.
 ///
@@ -375,6 +382,69 @@ pub unsafe extern "C" fn sop_iroh_serve(
         };
         let addr = block_on(net::serve(s, bind, allow))??;
         give(addr.into_bytes(), out_ptr, out_len)
+    })
+}
+
+/// Writes the 32-byte hashes of the blobs that the tags whose names start
+/// with prefix (prefix_len bytes; all tags if 0) name, each once, in
+/// order, to *out_ptr / *out_len (freed with sop_iroh_free).
+///
+/// # Safety
+/// prefix valid for prefix_len bytes; the out pointers must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_tagged(
+    store: *const SopIrohStore,
+    prefix: *const u8,
+    prefix_len: usize,
+    out_ptr: *mut *mut u8,
+    out_len: *mut usize,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        let s = store_ref(store)?;
+        let prefix = bytes(prefix, prefix_len)?;
+        let hashes = block_on(s.tagged(prefix))??;
+        let mut v = Vec::with_capacity(hashes.len() * 32);
+        for h in hashes {
+            v.extend_from_slice(h.as_bytes());
+        }
+        give(v, out_ptr, out_len)
+    })
+}
+
+/// Deletes the n_hashes blobs whose 32-byte hashes are at hashes, from a
+/// store opened with SOP_IROH_OPEN_DELETE (else SOP_IROH_E_INVALID): they
+/// stop being served at once (removed from the allow-list), every tag
+/// naming one is deleted, and a garbage collection runs and is waited for,
+/// which removes their data and outboard files (and every other complete
+/// blob that no tag holds). A blob the store does not hold is no error. It
+/// fails with SOP_IROH_E_IO if one is still there afterwards (a temporary
+/// tag holds it), and SOP_IROH_E_TIMEOUT if it did not end within
+/// timeout_ms (0: no limit); the tags are deleted then, and the collection
+/// still runs.
+///
+/// # Safety
+/// hashes must point to 32*n_hashes bytes.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_delete(
+    store: *const SopIrohStore,
+    hashes: *const u8,
+    n_hashes: usize,
+    timeout_ms: u64,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        let s = store_ref(store)?;
+        let n = n_hashes
+            .checked_mul(32)
+            .ok_or_else(|| Error::new(E_INVALID, "too many hashes"))?;
+        let hs: Vec<Hash> = bytes(hashes, n)?
+            .chunks_exact(32)
+            .map(|h| Hash::from_bytes(h.try_into().expect("32 bytes")))
+            .collect();
+        block_on_timeout(timeout_ms, s.delete(&hs))
     })
 }
 

@@ -8,6 +8,7 @@
 use std::{
     collections::{HashMap, HashSet},
     net::{IpAddr, Ipv4Addr, SocketAddr},
+    sync::{Arc, RwLock},
 };
 
 use iroh::{
@@ -39,9 +40,15 @@ pub(crate) struct Net {
     endpoint: Option<Endpoint>,
     bound: Option<SocketAddr>,
     router: Option<Router>,
+    /// The blobs served, if the router serves only some (allow_events).
+    allow: Option<Allow>,
     conns: HashMap<PublicKey, Connection>,
     closed: bool,
 }
+
+/// The allow-list of a router serving only some blobs, shared with the
+/// task that answers its requests: a change applies to the next request.
+type Allow = Arc<RwLock<HashSet<Hash>>>;
 
 /// The default binding: 127.0.0.1, an ephemeral port.
 const LOOPBACK: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
@@ -87,6 +94,17 @@ impl Net {
         self.endpoint = Some(ep.clone());
         self.bound = Some(bind);
         Ok(ep)
+    }
+
+    /// Stops serving hashes at once, if the router serves only some: the
+    /// next request for one is refused.
+    pub(crate) fn forget(&mut self, hashes: &[Hash]) {
+        if let Some(a) = &self.allow {
+            let mut a = a.write().unwrap_or_else(|e| e.into_inner());
+            for h in hashes {
+                a.remove(h);
+            }
+        }
     }
 
     /// Closes the connections, stops serving and closes the endpoint; later
@@ -212,7 +230,7 @@ pub(crate) fn parse_bind(s: &str) -> Result<SocketAddr> {
 /// set (a request for a blob not in it, or for the children of a hash
 /// sequence, is refused with iroh-blobs' permission error); get-many and
 /// push requests are refused outright.
-fn allow_events(allow: HashSet<Hash>) -> EventSender {
+fn allow_events(allow: Allow) -> EventSender {
     let mask = EventMask {
         get: RequestMode::Intercept,
         get_many: RequestMode::Disabled,
@@ -223,15 +241,16 @@ fn allow_events(allow: HashSet<Hash>) -> EventSender {
     let (sender, mut rx) = EventSender::channel(64, mask);
     tokio::spawn(async move {
         let verdict = |ok: bool| if ok { Ok(()) } else { Err(AbortReason::Permission) };
+        let allowed = |h: &Hash| allow.read().unwrap_or_else(|e| e.into_inner()).contains(h);
         while let Some(msg) = rx.recv().await {
             match msg {
                 ProviderMessage::GetRequestReceived(m) => {
                     let r = &m.inner.request;
-                    let ok = allow.contains(&r.hash) && r.ranges.is_blob();
+                    let ok = allowed(&r.hash) && r.ranges.is_blob();
                     m.tx.send(verdict(ok)).await.ok();
                 }
                 ProviderMessage::ObserveRequestReceived(m) => {
-                    let ok = allow.contains(&m.inner.request.hash);
+                    let ok = allowed(&m.inner.request.hash);
                     m.tx.send(verdict(ok)).await.ok();
                 }
                 _ => {}
@@ -243,8 +262,10 @@ fn allow_events(allow: HashSet<Hash>) -> EventSender {
 
 /// Serves the store, starting the router on the first call, and returns
 /// the address "<endpoint id>@<ip>:<port>" of the endpoint bound to bind.
-/// With allow, only those blobs are served (allow_events); the first call's
-/// allow-list holds for the router's life.
+/// With allow, only those blobs are served (allow_events). A later call
+/// replaces the allow-list, at once; whether the router serves every blob
+/// or only those allowed is fixed by the first call (a later call that
+/// asks for the other fails with E_INVALID).
 pub(crate) async fn serve(
     s: &Store,
     bind: SocketAddr,
@@ -254,7 +275,20 @@ pub(crate) async fn serve(
     let ep = net
         .endpoint(bind, |b| b.ip() == bind.ip() && (bind.port() == 0 || b.port() == bind.port()))
         .await?;
-    if net.router.is_none() {
+    if net.router.is_some() {
+        match (&net.allow, allow) {
+            (None, None) => {}
+            (Some(a), Some(new)) => *a.write().unwrap_or_else(|e| e.into_inner()) = new,
+            _ => {
+                return Err(Error::new(
+                    E_INVALID,
+                    "the store already serves, with or without an allow-list: that cannot change",
+                ))
+            }
+        }
+    } else {
+        let allow = allow.map(|a| Arc::new(RwLock::new(a)));
+        net.allow = allow.clone();
         let blobs = Provider(BlobsProtocol::new(&s.fs, allow.map(allow_events)));
         let router = Router::builder(ep.clone())
             .accept(iroh_blobs::ALPN, blobs)
