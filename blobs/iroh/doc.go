@@ -46,11 +46,16 @@
 //
 // Serving and fetching use one iroh endpoint a store, bound to 127.0.0.1
 // unless [Store.ServeOn] names another address (or a fetch from a peer off
-// loopback needs the unspecified one), with relays disabled, no address
-// lookup (no DNS, pkarr or mDNS), no port mapping and no net-report probes:
-// the endpoint reaches only the addresses it is given, and by default
-// nothing leaves the loopback interface. Peers are addressed explicitly, as
+// loopback needs the unspecified one), with no address lookup (no DNS,
+// pkarr or mDNS), no port mapping and no captive-portal check, and with
+// relays disabled and no net-report probes unless a relay is given: the
+// endpoint reaches only the addresses it is given, and by default nothing
+// leaves the loopback interface. Peers are addressed explicitly, as
 // "<endpoint id>@<ip>:<port>" or by an iroh endpoint or blob ticket
-// ([Ticket]). Relays and discovery are not offered: they would publish the
-// node's addresses to, and route through, public servers.
+// ([Ticket]). A relay is used only when the caller names one: the one URL
+// of [Store.ServeVia], or the one relay a fetched peer's ticket names
+// (iroh's RelayMode::Custom with that URL alone, never n0's public relays;
+// the endpoint's net-report HTTPS probes then go to that relay only).
+// Discovery is not offered: it would publish the node's id and addresses
+// to DNS/pkarr servers or the local network.
 package iroh

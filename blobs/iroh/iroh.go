@@ -28,8 +28,8 @@ import (
 )
 
 // abiVersion is the ABI this package is written against. Calling
-// C.sop_iroh_abi_v4 makes a library of another ABI version fail to link.
-const abiVersion = 4
+// C.sop_iroh_abi_v5 makes a library of another ABI version fail to link.
+const abiVersion = 5
 
 const (
 	irohDir    = "iroh"    // the iroh-blobs FsStore, under the store directory
@@ -138,7 +138,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if v := C.sop_iroh_abi_v4(); v != abiVersion {
+	if v := C.sop_iroh_abi_v5(); v != abiVersion {
 		return nil, fmt.Errorf("iroh: library ABI version %d, want %d", v, abiVersion)
 	}
 	dir, err := filepath.Abs(dir)

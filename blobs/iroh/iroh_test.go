@@ -778,6 +778,16 @@ func TestTicketsAndResume(t *testing.T) {
 			t.Errorf("ServeOn(%q): %v, want CodeInvalid", bad, err)
 		}
 	}
+	// A relay is taken only as an http(s) URL with a host, and a store's
+	// endpoint keeps the relay (here none) it was bound with.
+	for _, bad := range []string{"ftp://127.0.0.1:1", "127.0.0.1:1", "http://", "not a url"} {
+		if _, err := openStore(t, t.TempDir()).ServeVia(ctx, "", bad, nil); !isCode(err, CodeInvalid) {
+			t.Errorf("ServeVia(relay %q): %v, want CodeInvalid", bad, err)
+		}
+	}
+	if _, err := a.ServeVia(ctx, "127.0.0.1:0", "http://127.0.0.1:1", nil); !isCode(err, CodeInvalid) {
+		t.Fatalf("ServeVia with a relay on an endpoint bound without one: %v, want CodeInvalid", err)
+	}
 	tk, err := Ticket(addr)
 	if err != nil {
 		t.Fatal(err)

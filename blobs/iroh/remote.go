@@ -38,12 +38,27 @@ func (s *Store) Serve(ctx context.Context) (string, error) {
 // cannot switch between nil (every blob) and a list (CodeInvalid).
 // [Store.Delete] also takes the blobs it deletes off the list.
 func (s *Store) ServeOn(ctx context.Context, bind string, allow []storageid.ID) (string, error) {
+	return s.ServeVia(ctx, bind, "", allow)
+}
+
+// ServeVia is ServeOn through the relay at the URL relay ("": none, which
+// is ServeOn): the endpoint connects to that relay alone (never n0's public
+// relays), so that a node that cannot reach bind directly reaches it
+// through the relay. It returns, once connected to the relay (CodeNetwork
+// if not within 20 s), the endpoint ticket naming the relay and bind's
+// address, not "<endpoint id>@<ip>:<port>", which cannot carry a relay. The
+// relay learns the node's id and IP address, and sees which nodes talk to
+// it, when and how much (their traffic is QUIC, encrypted end to end). A
+// relay URL that is not http(s)://HOST[:PORT] fails with CodeInvalid, as
+// does a later call naming another relay than the store's endpoint has.
+func (s *Store) ServeVia(ctx context.Context, bind, relay string, allow []storageid.ID) (string, error) {
 	h, err := s.acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer s.release()
 	b := []byte(bind)
+	rl := []byte(relay)
 	onlyAllowed := C.int32_t(0)
 	var hashes []byte
 	if allow != nil {
@@ -56,7 +71,7 @@ func (s *Store) ServeOn(ctx context.Context, bind string, allow []storageid.ID) 
 	var ptr *C.uint8_t
 	var ln C.size_t
 	eb := errBuf()
-	rc := C.sop_iroh_serve(h, u8(b), C.size_t(len(b)), onlyAllowed, u8(hashes), C.size_t(len(allow)),
+	rc := C.sop_iroh_serve(h, u8(b), C.size_t(len(b)), u8(rl), C.size_t(len(rl)), onlyAllowed, u8(hashes), C.size_t(len(allow)),
 		&ptr, &ln, errPtr(eb), errCap)
 	if err := mkErr("serve", rc, eb); err != nil {
 		return "", err
@@ -66,7 +81,8 @@ func (s *Store) ServeOn(ctx context.Context, bind string, allow []storageid.ID) 
 }
 
 // Ticket returns the iroh endpoint ticket ("endpoint…", iroh-tickets'
-// EndpointTicket: the endpoint id and its IP addresses) of a node's address
+// EndpointTicket: the endpoint id, its IP addresses and its relay URL if it
+// has one) of a node's address
 // in any form Fetch takes. Its errors match CodeInvalid.
 func Ticket(addr string) (string, error) {
 	a := []byte(addr)
@@ -91,7 +107,9 @@ func Ticket(addr string) (string, error) {
 // iroh endpoint ticket or an iroh-blobs blob ticket (as sendme prints; only
 // its addresses are used): the store's endpoint binds 127.0.0.1 for a peer
 // on loopback, else the unspecified address, and dials only the IP
-// addresses given (no relay, no address lookup). The call is bounded by
+// addresses given and, if the ticket names one relay, that relay (then the
+// store's endpoint uses it alone, and a later fetch naming another relay or
+// none fails with CodeInvalid); no address lookup. The call is bounded by
 // ctx's deadline, or the store's fetch timeout (WithFetchTimeout); a ctx
 // cancelled without a deadline is seen only when the fetch ends or times
 // out, since the library call cannot be interrupted.

@@ -11,7 +11,7 @@
  *
  * Conventions:
  * - Every function except sop_iroh_free, sop_iroh_export_close and
- *   sop_iroh_abi_v4 returns SOP_IROH_OK (0) or an error code, and writes a
+ *   sop_iroh_abi_v5 returns SOP_IROH_OK (0) or an error code, and writes a
  *   NUL-terminated UTF-8 message (empty on success) into err[0..err_cap).
  * - Strings are passed as (pointer, length), UTF-8, not NUL-terminated.
  * - Hashes are 32 bytes (the BLAKE3 root hash iroh-blobs assigns).
@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define SOP_IROH_ABI_VERSION 4
+#define SOP_IROH_ABI_VERSION 5
 
 #define SOP_IROH_OK 0
 #define SOP_IROH_E_INTERNAL 1      /* a bug or an unexpected state */
@@ -67,8 +67,9 @@ typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
  * and peers off loopback, and fetch only the groups the store lacks. Version
  * 4 gave sop_iroh_store_open its flags (SOP_IROH_OPEN_DELETE), added
  * sop_iroh_tagged and sop_iroh_delete, and made a later sop_iroh_serve
- * replace the allow-list. */
-uint32_t sop_iroh_abi_v4(void);
+ * replace the allow-list. Version 5 gave sop_iroh_serve a relay URL, and
+ * made sop_iroh_fetch use the relay a ticket names. */
+uint32_t sop_iroh_abi_v5(void);
 
 /* Opens or creates an iroh-blobs FsStore in the absolute directory dir.
  * flags is 0 or SOP_IROH_OPEN_DELETE: the store can then delete blobs
@@ -144,9 +145,13 @@ int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
 
 /* Serves the store over the blobs protocol on an endpoint bound to bind,
  * "<ip>:<port>" (bind_len bytes; empty: 127.0.0.1 and an ephemeral port;
- * an unspecified or multicast IP is refused), with no relays, no address
- * lookup and no port mapping, and returns the address
- * "<endpoint id hex>@<ip>:<port>". With only_allowed non-zero, only the n_allow
+ * an unspecified or multicast IP is refused), with no address lookup and no
+ * port mapping, and with no relay unless relay (relay_len bytes, an
+ * http(s) URL; empty: none) names one: then through that relay alone
+ * (never n0's public relays). Returns the address
+ * "<endpoint id hex>@<ip>:<port>", or with a relay, once the endpoint is
+ * connected to it (else SOP_IROH_E_NETWORK), the endpoint ticket naming the
+ * relay and that address. With only_allowed non-zero, only the n_allow
  * blobs whose 32-byte hashes are at allow (allow[0..32*n_allow)) are served:
  * a get or observe request for another, or for the children of a hash
  * sequence, is refused with iroh-blobs' permission error, and get-many and
@@ -156,7 +161,8 @@ int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
  * every blob and only those allowed (SOP_IROH_E_INVALID). The store's
  * endpoint is bound once (by the first serve or fetch). */
 int32_t sop_iroh_serve(const SopIrohStore *store, const uint8_t *bind,
-                       size_t bind_len, int32_t only_allowed, const uint8_t *allow,
+                       size_t bind_len, const uint8_t *relay, size_t relay_len,
+                       int32_t only_allowed, const uint8_t *allow,
                        size_t n_allow, uint8_t **out_ptr, size_t *out_len,
                        char *err, size_t err_cap);
 
@@ -192,8 +198,10 @@ int32_t sop_iroh_ticket(const uint8_t *addr, size_t addr_len,
  * get protocol, verified as it arrives; writes the bytes read from the
  * connection (payload, size header and proof). addr is
  * "<endpoint id hex>@<ip>:<port>", an endpoint ticket or a blob ticket (its
- * IP addresses; relay URLs are ignored). The store's endpoint binds
- * 127.0.0.1 for a peer on loopback, else the unspecified address.
+ * IP addresses, and its relay URL if it names one: the store's endpoint then
+ * uses that relay alone; a ticket naming two relays is refused). The
+ * store's endpoint binds 127.0.0.1 for a peer on loopback (and a relay, if
+ * any, on loopback), else the unspecified address.
  * timeout_ms bounds the call; 0 means no limit. */
 int32_t sop_iroh_fetch(const SopIrohStore *store, const uint8_t *addr,
                        size_t addr_len, const uint8_t *hash,

@@ -23,9 +23,11 @@
 //!   never `export_ranges`, `reader()` or any other unverified read;
 //! - networking reaches only the addresses it is given: the endpoint binds
 //!   127.0.0.1 unless sop_iroh_serve names another address (or a fetch from
-//!   a peer off loopback needs the unspecified one), has no relays, no
-//!   address lookup (DNS/pkarr/mDNS), no port mapping, and net reports
-//!   without HTTPS probes or captive-portal checks.
+//!   a peer off loopback needs the unspecified one), has no address lookup
+//!   (DNS/pkarr/mDNS), no port mapping, no captive-portal checks, and no
+//!   relay unless given one (sop_iroh_serve's relay URL, or the relay a
+//!   fetched peer's ticket names): then that one relay alone, never n0's
+//!   public relays, which alone its HTTPS latency probes reach.
 
 mod args;
 mod errors;
@@ -49,7 +51,7 @@ use runtime::{block_on, block_on_timeout, runtime};
 use store::Store;
 
 /// The ABI version; `sop_iroh.h` declares the same number.
-pub const SOP_IROH_ABI_VERSION: u32 = 4;
+pub const SOP_IROH_ABI_VERSION: u32 = 5;
 
 // Result codes; `sop_iroh.h` declares the same values.
 const OK: i32 = 0;
@@ -75,7 +77,7 @@ pub struct SopIrohExport(Arc<Mutex<Export>>);
 /// Referenced from the Go package's cgo preamble: a library without this
 /// symbol (another ABI version) fails to link.
 #[no_mangle]
-pub extern "C" fn sop_iroh_abi_v4() -> u32 {
+pub extern "C" fn sop_iroh_abi_v5() -> u32 {
     catch_unwind(|| SOP_IROH_ABI_VERSION).unwrap_or(0)
 }
 
@@ -339,14 +341,17 @@ pub unsafe extern "C" fn sop_iroh_verified_size(
 
 /// Starts serving the store over the blobs protocol on an endpoint bound to
 /// bind ("<ip>:<port>", bind_len bytes; empty: 127.0.0.1 and an ephemeral
-/// port; no relays, no address lookup, no port mapping) and returns its
-/// address. With only_allowed non-zero, only the n_allow blobs whose 32-byte
+/// port; no address lookup, no port mapping) and, if relay (relay_len
+/// bytes, an http(s) URL; empty: none) names one, through that relay alone,
+/// and returns its address. With only_allowed non-zero, only the n_allow blobs whose 32-byte
 /// hashes are at allow are served (others are refused with iroh-blobs'
 /// permission error); with only_allowed 0, every blob of the store. A later
 /// call replaces the allow-list at once; it cannot switch between serving
 /// every blob and only those allowed (SOP_IROH_E_INVALID). It returns the address "<endpoint id>@<ip>:<port>" in *out_ptr / *out_len (freed with
-/// sop_iroh_free). Calling it again with the same binding returns the same
-/// address.
+/// sop_iroh_free), or with a relay, once connected to it (else
+/// SOP_IROH_E_NETWORK), the endpoint ticket naming the relay and that
+/// address. Calling it again with the same binding and relay returns the
+/// same address.
 ///
 /// # Safety
 /// store must be open; bind valid for bind_len bytes; the out pointers must
@@ -356,6 +361,8 @@ pub unsafe extern "C" fn sop_iroh_serve(
     store: *const SopIrohStore,
     bind: *const u8,
     bind_len: usize,
+    relay: *const u8,
+    relay_len: usize,
     only_allowed: i32,
     allow: *const u8,
     n_allow: usize,
@@ -367,6 +374,7 @@ pub unsafe extern "C" fn sop_iroh_serve(
     guard(err, err_cap, || {
         let s = store_ref(store)?;
         let bind = net::parse_bind(&string(bind, bind_len, "bind address")?)?;
+        let relay = net::parse_relay(&string(relay, relay_len, "relay URL")?)?;
         let allow = if only_allowed != 0 {
             let n = n_allow
                 .checked_mul(32)
@@ -380,7 +388,7 @@ pub unsafe extern "C" fn sop_iroh_serve(
         } else {
             None
         };
-        let addr = block_on(net::serve(s, bind, allow))??;
+        let addr = block_on(net::serve(s, bind, relay, allow))??;
         give(addr.into_bytes(), out_ptr, out_len)
     })
 }
@@ -472,7 +480,8 @@ pub unsafe extern "C" fn sop_iroh_ticket(
 /// Fetches the 16 KiB chunk groups of blob hash that intersect the n_ranges
 /// (offset, length) byte ranges, those this store does not hold yet, from
 /// the node at addr (as sop_iroh_serve returns it, or an endpoint or blob
-/// ticket) into this store with the get protocol, verifying the data as it
+/// ticket; a ticket naming a relay makes this store's endpoint use that
+/// relay alone) into this store with the get protocol, verifying the data as it
 /// arrives. Writes the number of bytes read from the connection (payload
 /// plus size header and proof) to out_bytes_read. timeout_ms bounds the call
 /// (0: no limit).

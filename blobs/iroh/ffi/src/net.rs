@@ -1,8 +1,11 @@
 //! Serving and fetching over the blobs protocol. The endpoint binds one
 //! address: 127.0.0.1 unless the caller of serve names another, or a fetch
-//! from a peer off loopback needs the unspecified address. It has no relays,
-//! no address lookup (DNS/pkarr/mDNS), no port mapping, and net reports
-//! without HTTPS probes or captive-portal checks: it reaches only the
+//! from a peer off loopback (or through a relay off loopback) needs the
+//! unspecified address. It has no address lookup (DNS/pkarr/mDNS), no port
+//! mapping, and no captive-portal checks; it uses a relay only when given
+//! one: the one relay URL serve is given, or the one a fetched peer's
+//! ticket names (RelayMode::Custom with that URL alone, never n0's public
+//! relays), and then probes only that relay. Otherwise it reaches only the
 //! addresses it is given.
 
 use std::{
@@ -14,7 +17,7 @@ use std::{
 use iroh::{
     endpoint::{presets, Connection, PortmapperConfig},
     protocol::{AcceptError, ProtocolHandler, Router},
-    Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode,
+    Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode, RelayUrl,
 };
 use iroh_blobs::{
     protocol::GetRequest,
@@ -39,6 +42,8 @@ use crate::{
 pub(crate) struct Net {
     endpoint: Option<Endpoint>,
     bound: Option<SocketAddr>,
+    /// The one relay the endpoint uses, if any (fixed when it is bound).
+    relay: Option<RelayUrl>,
     router: Option<Router>,
     /// The blobs served, if the router serves only some (allow_events).
     allow: Option<Allow>,
@@ -53,35 +58,60 @@ type Allow = Arc<RwLock<HashSet<Hash>>>;
 /// The default binding: 127.0.0.1, an ephemeral port.
 const LOOPBACK: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 
+/// How long serve waits for the endpoint to connect to its relay.
+const RELAY_ONLINE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Binds an endpoint on bind (one IP transport) with everything that would
-/// reach another address on its own turned off.
-async fn bind_endpoint(bind: SocketAddr) -> Result<Endpoint> {
+/// reach another address on its own turned off, except relay: with one, the
+/// endpoint uses that relay alone (RelayMode::Custom) and sends its net
+/// reports' HTTPS latency probes to it (without them no home relay is
+/// chosen); without one, relays are disabled and no probe is sent.
+async fn bind_endpoint(bind: SocketAddr, relay: Option<RelayUrl>) -> Result<Endpoint> {
+    let (mode, report) = match relay {
+        Some(u) => {
+            let mut c = NetReportConfig::minimal();
+            c.https_probes = true;
+            (RelayMode::custom([u]), c)
+        }
+        None => (RelayMode::Disabled, NetReportConfig::minimal()),
+    };
     Endpoint::builder(presets::Minimal)
-        .relay_mode(RelayMode::Disabled)
+        .relay_mode(mode)
         .clear_address_lookup()
         .clear_ip_transports()
         .bind_addr(bind)
         .map_err(|e| Error::new(E_INTERNAL, format!("endpoint address: {e}")))?
         .portmapper_config(PortmapperConfig::Disabled)
-        .net_report_config(NetReportConfig::minimal())
+        .net_report_config(report)
         .bind()
         .await
         .map_err(|e| Error::new(E_NETWORK, format!("binding endpoint: {e}")))
 }
 
 impl Net {
-    /// The store's endpoint, bound to bind by the first call. A later call
-    /// that needs another binding (want says whether the bound one will do)
-    /// fails: a store has one endpoint.
+    /// The store's endpoint, bound to bind (with relay, if any) by the first
+    /// call. A later call that needs another binding (want says whether the
+    /// bound one will do) or another relay fails: a store has one endpoint.
     async fn endpoint(
         &mut self,
         bind: SocketAddr,
+        relay: Option<&RelayUrl>,
         want: impl Fn(SocketAddr) -> bool,
     ) -> Result<Endpoint> {
         if self.closed {
             return Err(Error::new(E_INVALID, "store is closed"));
         }
         if let (Some(ep), Some(bound)) = (&self.endpoint, self.bound) {
+            if self.relay.as_ref() != relay {
+                return Err(Error::new(
+                    E_INVALID,
+                    format!(
+                        "the store's endpoint is already bound with relay {}, not {}",
+                        relay_name(self.relay.as_ref()),
+                        relay_name(relay)
+                    ),
+                ));
+            }
             if !want(bound) {
                 return Err(Error::new(
                     E_INVALID,
@@ -90,9 +120,10 @@ impl Net {
             }
             return Ok(ep.clone());
         }
-        let ep = bind_endpoint(bind).await?;
+        let ep = bind_endpoint(bind, relay.cloned()).await?;
         self.endpoint = Some(ep.clone());
         self.bound = Some(bind);
+        self.relay = relay.cloned();
         Ok(ep)
     }
 
@@ -127,6 +158,26 @@ impl Net {
     }
 }
 
+/// A relay, or "none", in a message.
+fn relay_name(r: Option<&RelayUrl>) -> String {
+    r.map_or_else(|| "none".to_string(), |u| u.to_string())
+}
+
+/// Parses serve's relay URL (empty: none). Only http and https URLs with a
+/// host are taken.
+pub(crate) fn parse_relay(s: &str) -> Result<Option<RelayUrl>> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let u: RelayUrl = s
+        .parse()
+        .map_err(|e| Error::new(E_INVALID, format!("relay URL {s:?}: {e}")))?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) {
+        return Err(Error::new(E_INVALID, format!("relay URL {s:?}: want http(s)://HOST[:PORT]")));
+    }
+    Ok(Some(u))
+}
+
 /// The socket the endpoint bound on ip.
 fn bound_addr(ep: &Endpoint, ip: IpAddr) -> Result<SocketAddr> {
     ep.bound_sockets()
@@ -149,8 +200,10 @@ impl ProtocolHandler for Provider {
 /// Parses a peer's address: "<endpoint id hex>@<ip>:<port>" (as serve
 /// returns it), an iroh endpoint ticket ("endpoint…") or an iroh-blobs blob
 /// ticket ("blob…", as sendme prints; its hash and format are ignored). A
-/// ticket's relay URLs are ignored (relays are off); it must name at least
-/// one IP address. An unspecified or multicast address is refused.
+/// ticket may name one relay URL (the node serves through that relay: the
+/// fetching endpoint then uses it, and only it); it must name at least one
+/// IP address or a relay. An unspecified or multicast address is refused,
+/// and so is a ticket naming more than one relay.
 pub(crate) fn parse_addr(s: &str) -> Result<EndpointAddr> {
     let s = s.trim();
     let addr = if let Some((id, sa)) = s.split_once('@') {
@@ -178,15 +231,26 @@ pub(crate) fn parse_addr(s: &str) -> Result<EndpointAddr> {
         ));
     };
     let ips: Vec<SocketAddr> = addr.ip_addrs().copied().collect();
-    if ips.is_empty() {
-        return Err(Error::new(E_INVALID, "address: names no IP address (relays are not used)"));
+    let relays: Vec<RelayUrl> = addr.relay_urls().cloned().collect();
+    if relays.len() > 1 {
+        return Err(Error::new(E_INVALID, "address: names more than one relay"));
+    }
+    for r in &relays {
+        parse_relay(r.as_str())?;
+    }
+    if ips.is_empty() && relays.is_empty() {
+        return Err(Error::new(E_INVALID, "address: names no IP address and no relay"));
     }
     for sa in &ips {
         if sa.ip().is_unspecified() || sa.ip().is_multicast() || sa.port() == 0 {
             return Err(Error::new(E_INVALID, format!("address: {sa} cannot be dialled")));
         }
     }
-    Ok(EndpointAddr::new(addr.id).with_addrs(ips.into_iter().map(iroh::TransportAddr::Ip)))
+    Ok(EndpointAddr::new(addr.id).with_addrs(
+        ips.into_iter()
+            .map(iroh::TransportAddr::Ip)
+            .chain(relays.into_iter().map(iroh::TransportAddr::Relay)),
+    ))
 }
 
 /// The endpoint ticket ("endpoint…") of a peer's address, in any form
@@ -195,12 +259,32 @@ pub(crate) fn ticket(s: &str) -> Result<String> {
     Ok(EndpointTicket::new(parse_addr(s)?).encode_string())
 }
 
-/// The binding a fetch from addr needs: 127.0.0.1 for a peer on loopback,
-/// else the unspecified address of the peer's first address family.
+/// The relay a peer's address names, if any (parse_addr keeps at most one).
+fn addr_relay(addr: &EndpointAddr) -> Option<RelayUrl> {
+    addr.relay_urls().next().cloned()
+}
+
+/// Whether a relay URL's host is a loopback IP or localhost.
+fn relay_on_loopback(u: &RelayUrl) -> bool {
+    match u.host_str() {
+        Some("localhost") => true,
+        Some(h) => h
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
+
+/// The binding a fetch from addr needs: 127.0.0.1 for a peer on loopback
+/// (and a relay, if it names one, on loopback), else the unspecified
+/// address of the peer's first address family (IPv4 for a relay alone).
 fn fetch_bind(addr: &EndpointAddr) -> SocketAddr {
     let mut ips = addr.ip_addrs();
     match ips.find(|a| !a.ip().is_loopback()) {
-        None => LOOPBACK,
+        None if addr_relay(addr).is_none_or(|u| relay_on_loopback(&u)) => LOOPBACK,
+        None => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
         Some(a) if a.is_ipv4() => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
         Some(_) => SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), 0),
     }
@@ -261,7 +345,10 @@ fn allow_events(allow: Allow) -> EventSender {
 }
 
 /// Serves the store, starting the router on the first call, and returns
-/// the address "<endpoint id>@<ip>:<port>" of the endpoint bound to bind.
+/// the address "<endpoint id>@<ip>:<port>" of the endpoint bound to bind,
+/// or, with a relay, its endpoint ticket naming the relay and that address
+/// (the first form cannot carry a relay), once the endpoint is connected
+/// to the relay (E_NETWORK if not within RELAY_ONLINE_TIMEOUT).
 /// With allow, only those blobs are served (allow_events). A later call
 /// replaces the allow-list, at once; whether the router serves every blob
 /// or only those allowed is fixed by the first call (a later call that
@@ -269,11 +356,12 @@ fn allow_events(allow: Allow) -> EventSender {
 pub(crate) async fn serve(
     s: &Store,
     bind: SocketAddr,
+    relay: Option<RelayUrl>,
     allow: Option<HashSet<Hash>>,
 ) -> Result<String> {
     let mut net = s.net.lock().await;
     let ep = net
-        .endpoint(bind, |b| b.ip() == bind.ip() && (bind.port() == 0 || b.port() == bind.port()))
+        .endpoint(bind, relay.as_ref(), |b| b.ip() == bind.ip() && (bind.port() == 0 || b.port() == bind.port()))
         .await?;
     if net.router.is_some() {
         match (&net.allow, allow) {
@@ -296,7 +384,19 @@ pub(crate) async fn serve(
         net.router = Some(router);
     }
     let sa = bound_addr(&ep, bind.ip())?;
-    Ok(format!("{}@{}", ep.id(), sa))
+    match relay {
+        None => Ok(format!("{}@{}", ep.id(), sa)),
+        Some(u) => {
+            if tokio::time::timeout(RELAY_ONLINE_TIMEOUT, ep.online()).await.is_err() {
+                return Err(Error::new(
+                    E_NETWORK,
+                    format!("no connection to the relay {u} within {RELAY_ONLINE_TIMEOUT:?}"),
+                ));
+            }
+            let addr = EndpointAddr::new(ep.id()).with_ip_addr(sa).with_relay_url(u);
+            Ok(EndpointTicket::new(addr).encode_string())
+        }
+    }
 }
 
 /// A connection to the node at addr: a cached one, or a new one from this
@@ -309,8 +409,9 @@ async fn connection(s: &Store, addr: &EndpointAddr) -> Result<Connection> {
         }
     }
     let bind = fetch_bind(addr);
+    let relay = addr_relay(addr);
     let ep = net
-        .endpoint(bind, |b| bind.ip().is_loopback() || !b.ip().is_loopback())
+        .endpoint(bind, relay.as_ref(), |b| bind.ip().is_loopback() || !b.ip().is_loopback())
         .await?;
     let c = ep
         .connect(addr.clone(), iroh_blobs::ALPN)
