@@ -23,16 +23,33 @@ serves only the objects named (a table's objects as the catalog lists them
 at start and at each --rescan); a request for any other is refused. A reader still needs the DEKs (a keyring that holds
 them, such as a grant gives: sop-pme keys grant) to decrypt anything.
 
-Relays and discovery are not offered: they would publish the node's
-addresses to, and route its traffic through, public servers of n0. A
-reader reaches the node only at the addresses the ticket names; over the
-network, bind an address that reader can dial (--bind).`
+A reader reaches the node only at the addresses the ticket names: the
+address bound (--bind), and the relay if serve was given one (--relay).
+A ticket that names a relay makes the reader's node use that relay, and
+only it (fetch and iroh://TICKET take it from the ticket, no flag needed):
+the relay's operator then learns the reader's IP address too.
+
+A relay is off unless serve --relay URL names one (only that one is used,
+never n0's public relays): it lets a reader that cannot dial the node's
+address reach it through the relay. Turning it on reveals to the relay's
+operator the node's id and IP address, and the id and IP address of every
+reader that connects through it, so who talks to whom, when and how much
+(the volume). The relay sees only QUIC, encrypted end to end between the
+two nodes, and the objects are ciphertext anyway. The node keeps a
+connection to the relay open while it serves, and probes it (HTTPS) to
+measure its latency.
+
+Discovery (publishing the node's id and addresses to DNS, pkarr servers or
+the local network by mDNS) is not offered: it would tell anyone who looks
+the node's addresses and that it runs, and a ticket carries what a reader
+needs.`
 
 // serveFlags are the flags of the serve command.
 type serveFlags struct {
 	store   storeFlag
 	ks      keySource
 	bind    string
+	relay   string
 	irohDir string
 	rescan  time.Duration
 	allow   []string
@@ -80,6 +97,7 @@ ticket can fetch from it.
 	addKeyFlags(cmd, &f.ks)
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "serve only these `storage_ids or tables` (repeatable, comma-separated; a table needs the keyring that holds its catalog)")
 	cmd.Flags().StringVar(&f.bind, "bind", "", "`IP:PORT` to serve on, the address other nodes dial (default 127.0.0.1 and an ephemeral port)")
+	cmd.Flags().StringVar(&f.relay, "relay", "", "`URL` of an iroh relay (iroh-relay) to serve through as well, named in the ticket (default: none; see below for what it reveals)")
 	cmd.Flags().StringVar(&f.irohDir, "iroh-dir", "", "`directory` of the node's iroh-blobs store (default: under the user cache directory, one per store)")
 	cmd.Flags().DurationVar(&f.rescan, "rescan", 10*time.Second, "how often to look for objects imported since and removed since (0: only at start)")
 	return cmd

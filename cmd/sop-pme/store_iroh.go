@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,11 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if _, ok := irohTicket(v); ok {
 		return usagef("serve serves a directory or an s3:// store, not another node's")
 	}
+	if f.relay != "" {
+		if u, err := url.Parse(f.relay); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("--relay %q: want the URL of an iroh relay, http(s)://HOST[:PORT]", f.relay)
+		}
+	}
 	src, err := f.store.openReadOnly(ctx)
 	if err != nil {
 		return err
@@ -156,10 +162,10 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	addr, err := node.ServeOn(ctx, f.bind, allowIDs(allow))
+	addr, err := node.ServeVia(ctx, f.bind, f.relay, allowIDs(allow))
 	if err != nil {
 		if isIrohCode(err, iroh.CodeInvalid) {
-			return usagef("--bind %s: %s", f.bind, clean(err))
+			return usagef("--bind %s --relay %s: %s", f.bind, f.relay, clean(err))
 		}
 		return err
 	}
@@ -169,7 +175,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	fmt.Fprintln(a.stdout, ticket)
 	if !a.quiet {
-		fmt.Fprintf(a.stderr, "sop-pme: serving %d %s of %s at %s (iroh store %s); whoever holds the ticket can fetch any of them by storage_id; Ctrl-C stops\n", n, plural(n, "object", "objects"), f.store.name(), addr, dir)
+		fmt.Fprintf(a.stderr, "sop-pme: serving %d %s of %s at %s (iroh store %s); whoever holds the ticket can fetch any of them by storage_id; Ctrl-C stops\n", n, plural(n, "object", "objects"), f.store.name(), servedAt(addr, f), dir)
 	}
 	var tick <-chan time.Time
 	if f.rescan > 0 {
@@ -183,7 +189,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 			return nil
 		case <-tick:
 			var m int
-			m, allow, err = a.rescan(ctx, al, allow, src, node, f.bind)
+			m, allow, err = a.rescan(ctx, al, allow, src, node, f.bind, f.relay)
 			if err != nil && ctx.Err() == nil {
 				fmt.Fprintf(a.stderr, "sop-pme: warning: rescanning the store: %s\n", clean(err))
 			} else if m != n && !a.quiet {
@@ -194,12 +200,26 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 }
 
+// servedAt is where serve's first message says the node is: its address
+// (addr, as ServeVia returned it), or with a relay, the address bound and
+// the relay (addr is then a ticket).
+func servedAt(addr string, f *serveFlags) string {
+	if f.relay == "" {
+		return addr
+	}
+	bind := f.bind
+	if bind == "" {
+		bind = "127.0.0.1"
+	}
+	return bind + " and through the relay " + f.relay
+}
+
 // rescan is one --rescan of serve: it resolves --allow again (a table's
 // objects from the catalog as it is now; if that fails, it keeps allow,
 // the last list, and says so), brings the node's iroh store in step with
 // the store (syncServed), then gives the node's allow-list the objects now
 // allowed. It returns how many objects are served, and the list used.
-func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]bool, src store, node *iroh.Store, bind string) (int, map[storageid.ID]bool, error) {
+func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]bool, src store, node *iroh.Store, bind, relay string) (int, map[storageid.ID]bool, error) {
 	if al != nil {
 		if now, err := al.resolve(ctx, true); err != nil {
 			fmt.Fprintf(a.stderr, "sop-pme: warning: reading --allow's tables from the catalog (serving the objects they had): %s\n", clean(err))
@@ -212,7 +232,7 @@ func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]
 		return n, allow, err
 	}
 	if allow != nil {
-		if _, err := node.ServeOn(ctx, bind, allowIDs(allow)); err != nil {
+		if _, err := node.ServeVia(ctx, bind, relay, allowIDs(allow)); err != nil {
 			return n, allow, err
 		}
 	}
