@@ -53,7 +53,8 @@
 // leaves the loopback interface. Peers are addressed explicitly, as
 // "<endpoint id>@<ip>:<port>" or by an iroh endpoint or blob ticket
 // ([Ticket]). A relay is used only when the caller names one: the one URL
-// of [Store.ServeVia], or the one relay a fetched peer's ticket names
+// of [Store.ServeVia], or the one relay a fetched peer's endpoint ticket
+// names (a blob ticket's relays are ignored)
 // (iroh's RelayMode::Custom with that URL alone, never n0's public relays;
 // the endpoint's net-report HTTPS probes then go to that relay only).
 // Discovery is not offered: it would publish the node's id and addresses

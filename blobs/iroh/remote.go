@@ -107,9 +107,10 @@ func Ticket(addr string) (string, error) {
 // iroh endpoint ticket or an iroh-blobs blob ticket (as sendme prints; only
 // its addresses are used): the store's endpoint binds 127.0.0.1 for a peer
 // on loopback, else the unspecified address, and dials only the IP
-// addresses given and, if the ticket names one relay, that relay (then the
-// store's endpoint uses it alone, and a later fetch naming another relay or
-// none fails with CodeInvalid); no address lookup. The call is bounded by
+// addresses given and, if an endpoint ticket names one relay, that relay:
+// the store's endpoint then uses it alone, and a later fetch naming another
+// relay or none fails with CodeInvalid. A blob ticket's relays are ignored
+// (sendme's name n0's public relays by default). No address lookup. The call is bounded by
 // ctx's deadline, or the store's fetch timeout (WithFetchTimeout); a ctx
 // cancelled without a deadline is seen only when the fetch ends or times
 // out, since the library call cannot be interrupted.

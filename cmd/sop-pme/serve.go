@@ -27,7 +27,8 @@ A reader reaches the node only at the addresses the ticket names: the
 address bound (--bind), and the relay if serve was given one (--relay).
 A ticket that names a relay makes the reader's node use that relay, and
 only it (fetch and iroh://TICKET take it from the ticket, no flag needed):
-the relay's operator then learns the reader's IP address too.
+the relay's operator then learns the reader's IP address too. The relays a
+blob ticket names (sendme's) are ignored: sendme names n0's public relays.
 
 A relay is off unless serve --relay URL names one (only that one is used,
 never n0's public relays): it lets a reader that cannot dial the node's

@@ -197,9 +197,10 @@ int32_t sop_iroh_ticket(const uint8_t *addr, size_t addr_len,
  * as SOP_IROH_E_NOT_FOUND), from the node at addr into this store with the
  * get protocol, verified as it arrives; writes the bytes read from the
  * connection (payload, size header and proof). addr is
- * "<endpoint id hex>@<ip>:<port>", an endpoint ticket or a blob ticket (its
- * IP addresses, and its relay URL if it names one: the store's endpoint then
- * uses that relay alone; a ticket naming two relays is refused). The
+ * "<endpoint id hex>@<ip>:<port>", an endpoint ticket (its IP addresses, and
+ * its relay URL if it names one: the store's endpoint then uses that relay
+ * alone; a ticket naming two relays is refused) or a blob ticket (its IP
+ * addresses only: sendme's name n0's public relays by default). The
  * store's endpoint binds 127.0.0.1 for a peer on loopback (and a relay, if
  * any, on loopback), else the unspecified address.
  * timeout_ms bounds the call; 0 means no limit. */

@@ -480,8 +480,8 @@ pub unsafe extern "C" fn sop_iroh_ticket(
 /// Fetches the 16 KiB chunk groups of blob hash that intersect the n_ranges
 /// (offset, length) byte ranges, those this store does not hold yet, from
 /// the node at addr (as sop_iroh_serve returns it, or an endpoint or blob
-/// ticket; a ticket naming a relay makes this store's endpoint use that
-/// relay alone) into this store with the get protocol, verifying the data as it
+/// ticket; an endpoint ticket naming a relay makes this store's endpoint
+/// use that relay alone; a blob ticket's relays are ignored) into this store with the get protocol, verifying the data as it
 /// arrives. Writes the number of bytes read from the connection (payload
 /// plus size header and proof) to out_bytes_read. timeout_ms bounds the call
 /// (0: no limit).

@@ -199,10 +199,10 @@ impl ProtocolHandler for Provider {
 
 /// Parses a peer's address: "<endpoint id hex>@<ip>:<port>" (as serve
 /// returns it), an iroh endpoint ticket ("endpoint…") or an iroh-blobs blob
-/// ticket ("blob…", as sendme prints; its hash and format are ignored). A
-/// ticket may name one relay URL (the node serves through that relay: the
-/// fetching endpoint then uses it, and only it); it must name at least one
-/// IP address or a relay. An unspecified or multicast address is refused,
+/// ticket ("blob…", as sendme prints; its hash, format and relay URLs are
+/// ignored). An endpoint ticket may name one relay URL (the node serves
+/// through that relay: the fetching endpoint then uses it, and only it); an
+/// address must name at least one IP address or such a relay. An unspecified or multicast address is refused,
 /// and so is a ticket naming more than one relay.
 pub(crate) fn parse_addr(s: &str) -> Result<EndpointAddr> {
     let s = s.trim();
@@ -220,10 +220,14 @@ pub(crate) fn parse_addr(s: &str) -> Result<EndpointAddr> {
             .endpoint_addr()
             .clone()
     } else if s.starts_with(BlobTicket::KIND) {
-        BlobTicket::decode_string(s)
+        // sendme's tickets name n0's public relays by default: a blob
+        // ticket's relays are dropped, so that only a relay a sop-pme
+        // serve operator chose (an endpoint ticket's) is ever used.
+        let a = BlobTicket::decode_string(s)
             .map_err(|e| Error::new(E_INVALID, format!("blob ticket: {e}")))?
             .addr()
-            .clone()
+            .clone();
+        EndpointAddr::new(a.id).with_addrs(a.ip_addrs().copied().map(iroh::TransportAddr::Ip))
     } else {
         return Err(Error::new(
             E_INVALID,
