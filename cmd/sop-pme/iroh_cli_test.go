@@ -415,6 +415,28 @@ func waitNotServed(t *testing.T, b *env, ids ...string) {
 	}
 }
 
+// goneFrom waits until no file under dir holds a 64-byte piece of any of
+// ciphers, for 20 s at most: the node stops serving an object (its
+// allow-list) a moment before its garbage collection has removed the
+// files, in the same rescan.
+func goneFrom(t *testing.T, dir string, what string, ciphers ...[]byte) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, c := range ciphers {
+		for {
+			hits := ciphertextIn(t, dir, c)
+			if len(hits) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: its ciphertext is still in %v 20 s later", what, hits)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
 // TestIrohServeDelete: an object removed from a served store (sop-pme rm)
 // stops being served within a --rescan or so (a remote read exits 3) while
 // the others still read, and no file under the node's iroh directory, its
@@ -459,9 +481,7 @@ func TestIrohServeDelete(t *testing.T) {
 	t.Logf("not served %v after rm (--rescan 200ms)", time.Since(start).Round(time.Millisecond))
 	b.ok("verify", keep)
 	for id, c := range cipher {
-		if hits := ciphertextIn(t, irohA, c); len(hits) > 0 {
-			t.Errorf("%s's ciphertext is still in %v", id, hits)
-		}
+		goneFrom(t, irohA, id, c)
 	}
 	srv.stop()
 
@@ -483,18 +503,14 @@ func TestIrohServeDelete(t *testing.T) {
 	}
 	a.ok("rm", "--yes", "--table", "orders", added)
 	waitNotServed(t, b, added)
-	if hits := ciphertextIn(t, irohA, addedCipher); len(hits) > 0 {
-		t.Errorf("the ciphertext of the object removed from the table is still in %v", hits)
-	}
+	goneFrom(t, irohA, "the object removed from the table", addedCipher)
 	// Still in the store, no longer allowed: keep, which an earlier serve
 	// without --allow had copied, is gone from the node too.
 	keepCipher, err := os.ReadFile(filepath.Join(a.store, keep+".data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hits := ciphertextIn(t, irohA, keepCipher); len(hits) > 0 {
-		t.Errorf("an object no longer allowed is still in %v", hits)
-	}
+	goneFrom(t, irohA, "an object no longer allowed", keepCipher)
 
 	// The table dropped (rm TABLE): its objects go, and serve keeps going.
 	last := a.importTable("orders", []string{bigCSV(t, dir, "last.csv", 8000, 2000)})[0].StorageID
@@ -511,7 +527,5 @@ func TestIrohServeDelete(t *testing.T) {
 	}
 	a.ok("rm", "--yes", "orders")
 	waitNotServed(t, b, last)
-	if hits := ciphertextIn(t, irohA, lastCipher); len(hits) > 0 {
-		t.Errorf("the ciphertext of an object of the dropped table is still in %v", hits)
-	}
+	goneFrom(t, irohA, "an object of the dropped table", lastCipher)
 }
