@@ -6,43 +6,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/testkit/residue"
 	"github.com/sovm/sop-pme/storageid"
 )
 
 // piecesIn returns the files under dir that hold a 64-byte piece of data
-// (pieces taken every 64 bytes, and the last 64).
+// (residue.Files): every regular file, the iroh-blobs database included.
 func piecesIn(t testing.TB, dir string, data []byte) []string {
 	t.Helper()
-	var pieces [][]byte
-	for off := 0; off+64 <= len(data); off += 64 {
-		pieces = append(pieces, data[off:off+64])
-	}
-	pieces = append(pieces, data[len(data)-64:])
-	var hits []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, pc := range pieces {
-			if bytes.Contains(b, pc) {
-				hits = append(hits, p)
-				break
-			}
-		}
-		return nil
-	})
+	hits, err := residue.Files(dir, data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sovm/sop-pme/blobs"
+	"github.com/sovm/sop-pme/internal/testkit/residue"
 )
 
 // The tests of serve, fetch and iroh:// stores: two nodes on 127.0.0.1,
@@ -360,36 +361,11 @@ func TestIrohServeAllow(t *testing.T) {
 	a.fails(exitNotFound, []string{"nosuch"}, "serve", "--allow", "nosuch", "--iroh-dir", filepath.Join(t.TempDir(), "x"))
 }
 
-// ciphertextIn returns the files under dir that hold a 64-byte piece of
-// data (the pieces at every multiple of 64, and the last 64 bytes): every
-// file, the iroh-blobs database included.
+// ciphertextIn returns the files under dir that hold a 64-byte piece of data
+// (residue.Files): every regular file, the iroh-blobs database included.
 func ciphertextIn(t *testing.T, dir string, data []byte) []string {
 	t.Helper()
-	if len(data) < 64 {
-		t.Fatalf("%d bytes: too few to look for", len(data))
-	}
-	var pieces [][]byte
-	for off := 0; off+64 <= len(data); off += 64 {
-		pieces = append(pieces, data[off:off+64])
-	}
-	pieces = append(pieces, data[len(data)-64:])
-	var hits []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, pc := range pieces {
-			if bytes.Contains(b, pc) {
-				hits = append(hits, p)
-				break
-			}
-		}
-		return nil
-	})
+	hits, err := residue.Files(dir, data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@
 //     under an object's storage_id, as untrusted storage could;
 //   - plainedit: edits plaintext Parquet files in ways no writer can be
 //     made to;
+//   - residue: finds the files under a directory that still hold a piece
+//     of some bytes, for tests of deletion;
 //   - testtables: tables of every type the writer takes, with edge values
 //     and nulls;
 //   - vectors: the SOP-PME-1 test vectors in testdata/vectors, and their
