@@ -123,7 +123,7 @@ func BenchmarkScan(b *testing.B) {
 		{"s3-20ms-noplan", viaProxy, 20 * time.Millisecond, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			defer s3.SetPlan(v.plan, 8, false)()
+			defer s3.SetPlan(v.plan, 8)()
 			px.delay.Store(int64(v.delay))
 			defer px.delay.Store(0)
 			px.maxInFlight.Store(0)

@@ -10,10 +10,10 @@ func SetOutboardFetch(whole, gap, stream uint64) (restore func()) {
 }
 
 // SetPlan sets whether Plan does anything (on), how many data ranges a
-// plan keeps requested ahead and whether it fetches the whole outboard,
-// and returns a function that restores the defaults.
-func SetPlan(on bool, window int, wholeOutboard bool) (restore func()) {
-	off, w, o := planOff, planWindow, planWholeOutboard
-	planOff, planWindow, planWholeOutboard = !on, window, wholeOutboard
-	return func() { planOff, planWindow, planWholeOutboard = off, w, o }
+// plan keeps requested ahead, and returns a function that restores the
+// defaults.
+func SetPlan(on bool, window int) (restore func()) {
+	off, w := planOff, planWindow
+	planOff, planWindow = !on, window
+	return func() { planOff, planWindow = off, w }
 }

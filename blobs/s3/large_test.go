@@ -360,15 +360,14 @@ func TestLargeProjection(t *testing.T) {
 		open.requests(), open.heads, open.dataGets, open.obGets, open.dataBytes, open.obBytes)
 	t.Logf("reader stats: %+v", r.Stats())
 
-	// The same projection without a plan (as before Plan existed), and
-	// with a plan that fetches the whole outboard, for the record; the
-	// bounds below are of the default. Each on a new Store, which has kept
+	// The same projection without a plan (as before Plan existed), for
+	// the record; the bounds below are of the default. Each on a new Store, which has kept
 	// no parent pairs yet.
 	for _, v := range []struct {
-		name        string
-		plan, whole bool
-	}{{"no plan", false, false}, {"plan, whole outboard", true, true}, {"plan (default)", true, false}} {
-		restore := s3.SetPlan(v.plan, 8, v.whole)
+		name string
+		plan bool
+	}{{"no plan", false}, {"plan (default)", true}} {
+		restore := s3.SetPlan(v.plan, 8)
 		fresh, err := s3.Open(ctx, storeURL(ls.proxy.url), creds())
 		if err != nil {
 			t.Fatal(err)
@@ -380,6 +379,29 @@ func TestLargeProjection(t *testing.T) {
 		t.Logf("%-20s: %d requests (%d HEAD, %d data GETs, %d outboard GETs), %d data bytes, %d outboard bytes, %+.2f%% against the bound",
 			v.name, g.requests(), g.heads, g.dataGets, g.obGets, g.dataBytes, g.obBytes,
 			100*(float64(g.dataBytes+g.obBytes)/float64(chunks+footer+2*verify.GroupSize*(ranges+3))-1))
+	}
+	// With WithWholeOutboard (the choice of requests over bytes): the
+	// outboard whole in one GET, once, and one data GET a range, so at most
+	// row groups + 3 requests in all; the data within its bound, and the
+	// outboard's bytes the outboard's size.
+	{
+		fresh, err := s3.Open(ctx, storeURL(ls.proxy.url)+"&whole_outboard="+strconv.Itoa(s3.MaxWholeOutboard), creds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := ls.proxy.counts()
+		scanLarge(ctx, t, fresh, ls.obj.StorageID, ls.keys, ls.rows, true)
+		g := ls.proxy.counts().sub(before)
+		t.Logf("%-20s: %d requests (%d HEAD, %d data GETs, %d outboard GETs), %d data bytes, %d outboard bytes, %+.2f%% against the bound",
+			"whole_outboard", g.requests(), g.heads, g.dataGets, g.obGets, g.dataBytes, g.obBytes,
+			100*(float64(g.dataBytes+g.obBytes)/float64(chunks+footer+2*verify.GroupSize*(ranges+3))-1))
+		if g.requests() > rgs+opens || g.obGets != 1 || g.obBytes != obSize {
+			t.Errorf("whole_outboard: %d requests (%d outboard GETs, %d outboard bytes); want at most %d (row groups + 3), one GET of the %d-byte outboard",
+				g.requests(), g.obGets, g.obBytes, rgs+opens, obSize)
+		}
+		if bound := chunks + footer + 2*verify.GroupSize*(ranges+opens); g.dataBytes > bound {
+			t.Errorf("whole_outboard: data bytes %d > column chunks + footer + 2 groups a range = %d", g.dataBytes, bound)
+		}
 	}
 	// The projection again on the first Store, which keeps the pairs on
 	// the ranges' paths (slice.go's pairCache).
@@ -446,7 +468,7 @@ func BenchmarkLargeScan(b *testing.B) {
 				if src != "dir" {
 					st = ls.s3
 				}
-				defer s3.SetPlan(!strings.HasSuffix(src, "-noplan"), 8, false)()
+				defer s3.SetPlan(!strings.HasSuffix(src, "-noplan"), 8)()
 				if strings.HasPrefix(src, "s3-20ms") {
 					ls.proxy.delay.Store(int64(20 * time.Millisecond))
 					defer ls.proxy.delay.Store(0)

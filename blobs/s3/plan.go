@@ -29,10 +29,6 @@ var (
 	// hold at once; a plan that would exceed it fetches none.
 	planOutboardTotal uint64 = 32 << 20
 
-	// planWholeOutboard has every plan fetch the whole outboard (up to
-	// planOutboardMax) in one GET, for the tests' figures.
-	planWholeOutboard = false
-
 	// planOff has Plan do nothing, for the tests' figures.
 	planOff = false
 )
@@ -55,8 +51,9 @@ const (
 // an object whose size the Store has not learnt (a reader learns it when
 // it opens the object).
 //
-// The outboard: if it is larger than wholeOutboardMax (smaller ones are
-// fetched whole by the first slice and kept), the plan fetches, in as few
+// The outboard: if it is larger than the Store's whole-outboard limit
+// (WithWholeOutboard, 256 KiB by default; smaller ones are fetched whole
+// by the first slice and kept), the plan fetches, in as few
 // GETs as the byte bound of issue 18 allows, the parent pairs every
 // planned range needs that the Store does not keep already: the union of
 // their runs, merged through the smallest gaps while pairs and gaps stay
@@ -104,7 +101,7 @@ func (s *Store) Plan(ctx context.Context, id storageid.ID, ranges []verify.Range
 	context.AfterFunc(ctx, func() { s.plans.end(p) })
 
 	obSize := verify.OutboardSize(size)
-	if obSize <= wholeOutboardMax {
+	if obSize <= s.wholeOb {
 		close(p.obDone)
 	} else {
 		runs := planRuns(size, obSize, groups, slack, func(r span) bool {
@@ -129,7 +126,7 @@ func (s *Store) Plan(ctx context.Context, id storageid.ID, ranges []verify.Range
 // (each span a [g0, g0+n) of groups) of a blob of size bytes: the union of
 // the pairs they need, merged through the smallest gaps while the bytes of
 // pairs and gaps stay within 3/4 of slack, or the whole outboard if it
-// fits slack (or planWholeOutboard is set); kept, if not nil, reports
+// fits slack; kept, if not nil, reports
 // the runs whose pairs the Store keeps already (pairCache), which are not
 // fetched. slack is what the bound of
 // issue 18 leaves the outboard: 2 groups a range beyond the range's bytes,
@@ -152,7 +149,7 @@ func planRuns(size, obSize uint64, groups []span, slack uint64, kept func(span) 
 	if needed == 0 {
 		return nil
 	}
-	if obSize <= slack || planWholeOutboard {
+	if obSize <= slack {
 		if obSize > planOutboardMax {
 			return nil
 		}

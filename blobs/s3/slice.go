@@ -27,7 +27,8 @@ const pairSize = 64 // one parent's pair in the outboard, in bytes
 // Variables for the tests (export_test.go).
 var (
 	// wholeOutboardMax is the largest outboard, in bytes, that Slice
-	// fetches whole rather than only the parent pairs a slice needs.
+	// fetches whole rather than only the parent pairs a slice needs,
+	// unless WithWholeOutboard says otherwise (read by Open).
 	wholeOutboardMax uint64 = 256 << 10
 
 	// obGapMax is the largest gap, in bytes, between two runs of needed
@@ -49,8 +50,8 @@ var (
 // group, whose bytes it then serves; otherwise from a HEAD. It computes the
 // chunk groups the range selects and the parent pairs on their paths, and
 // fetches, in parallel, the groups' bytes in one ranged GET of .data and
-// the pairs from .obao4: the whole outboard if it is at most 256 KiB, else
-// only the runs of pairs needed that the Store has not kept from earlier
+// the pairs from .obao4: the whole outboard if it is at most 256 KiB
+// (or the limit [WithWholeOutboard] sets), else only the runs of pairs needed that the Store has not kept from earlier
 // slices (one ranged GET a run, runs less than 4 KiB apart merged; see
 // pairCache). A whole outboard that hashes up to the storage_id (every
 // pair to the chaining value its parent holds, the root pair to the
@@ -117,7 +118,7 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 		planned bool      // the plan holds every pair needed
 	)
 	if obSize > 0 {
-		if obSize <= wholeOutboardMax {
+		if obSize <= s.wholeOb {
 			if cached = s.outboards.get(id, size); cached == nil {
 				runs, whole = []span{{0, obSize}}, true
 			}
@@ -578,6 +579,7 @@ type outboardCache struct {
 	mu    sync.Mutex
 	m     map[obKey][]byte
 	bytes int
+	max   int // outboardCacheMax, or more (WithWholeOutboard)
 }
 
 type obKey struct {
@@ -585,7 +587,8 @@ type obKey struct {
 	size uint64
 }
 
-// outboardCacheMax bounds the bytes of the outboards kept.
+// outboardCacheMax bounds the bytes of the outboards kept, unless
+// WithWholeOutboard raises it.
 const outboardCacheMax = 8 << 20
 
 func (c *outboardCache) get(id storageid.ID, size uint64) []byte {
@@ -597,7 +600,7 @@ func (c *outboardCache) get(id storageid.ID, size uint64) []byte {
 func (c *outboardCache) put(id storageid.ID, size uint64, ob []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || c.bytes+len(ob) > outboardCacheMax {
+	if c.m == nil || c.bytes+len(ob) > max(c.max, outboardCacheMax) {
 		c.m, c.bytes = make(map[obKey][]byte), 0
 	}
 	if _, ok := c.m[obKey{id, size}]; !ok {

@@ -840,12 +840,15 @@ func TestOpenURL(t *testing.T) {
 		"s3://b/p?region=a&region=b",
 		"s3://b/p?use_path_style=maybe",
 		"s3://b/p?awssdk=v1",
+		"s3://b/p?whole_outboard=-1",
+		"s3://b/p?whole_outboard=4MiB",
+		"s3://b/p?whole_outboard=67108865",
 	} {
 		if _, err := s3.Open(ctx, u, creds()); err == nil {
 			t.Errorf("Open(%q) succeeded", u)
 		}
 	}
-	for _, o := range []s3.Option{s3.WithPartSize(1 << 20), s3.WithMaxAttempts(0), s3.WithCredentials(nil), s3.WithHTTPClient(nil)} {
+	for _, o := range []s3.Option{s3.WithPartSize(1 << 20), s3.WithMaxAttempts(0), s3.WithCredentials(nil), s3.WithHTTPClient(nil), s3.WithWholeOutboard(-1), s3.WithWholeOutboard(s3.MaxWholeOutboard + 1)} {
 		if _, err := s3.Open(ctx, "s3://b/p", o); err == nil {
 			t.Error("Open with a bad option succeeded")
 		}
