@@ -385,6 +385,10 @@ func TestLargeProjection(t *testing.T) {
 	// row groups + 3 requests in all; the data within its bound, and the
 	// outboard's bytes the outboard's size.
 	{
+		// A run of 64 KiB or more would be streamed, not kept: the whole
+		// outboard must be kept all the same (at 1 GB it is 4 MiB, past
+		// the 1 MiB default; here it is 392 KiB).
+		defer s3.SetOutboardFetch(256<<10, 4<<10, 64<<10)()
 		fresh, err := s3.Open(ctx, storeURL(ls.proxy.url)+"&whole_outboard="+strconv.Itoa(s3.MaxWholeOutboard), creds())
 		if err != nil {
 			t.Fatal(err)

@@ -160,8 +160,8 @@ func (s *Store) Slice(ctx context.Context, id storageid.ID, off, n uint64) (io.R
 	)
 	gctx, cancel := context.WithCancel(ctx)
 	// Kept pairs are served from memory, beside the fetched runs: then no
-	// run is streamed.
-	streamRun := len(runs) == 1 && runs[0].n >= obStreamMin && len(kept) == 0
+	// run is streamed; nor is a whole outboard, which is read to be kept.
+	streamRun := !whole && len(runs) == 1 && runs[0].n >= obStreamMin && len(kept) == 0
 	for i, r := range runs {
 		wg.Go(func() {
 			body, err := s.getRange(gctx, s.outboardKey(id), r.off, r.n, obSize)
