@@ -164,8 +164,9 @@ const MaxWholeOutboard = 64 << 20
 // It is a choice between requests and bytes. A one-column projection of a
 // 1 GB object (100 row groups, bench/s3.txt) makes 103 requests with
 // WithWholeOutboard(MaxWholeOutboard), one a row group and three to open
-// it, and fetches 3.1 MB more outboard than it needs (2.0 % of its bytes);
-// by default it makes about 260 requests and fetches only the pairs its
+// it, and fetches 3.0 MB more outboard than it needs (1.9 % over the
+// issue's byte bound of the column's chunks, the footer and two groups a
+// range); by default it makes about 260 requests and fetches only the pairs its
 // ranges need. Choose it where requests cost more than bytes (a store that
 // bills per request and not for egress, or one far away: each request is
 // a round trip). The Store keeps whole outboards up to
