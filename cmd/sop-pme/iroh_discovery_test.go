@@ -250,8 +250,10 @@ var zbase32 = base32.NewEncoding("ybndrfg8ejkmcpqxot1uwisza345h769").WithPadding
 // them as well): an id alone carries no address, so the reader could have
 // learnt the node's from nowhere else. Without SOP_PME_IROH_DISCOVERY the
 // id alone is a usage error (exit 2); a whole ticket is never looked up,
-// even with it set; a wrong URL, and the server stopped, make the read
-// fail within seconds, with no output.
+// even with it set; a node serving through a relay (iroh-relay) on [::1]
+// publishes the relay too, and a reader by id reaches it through the relay
+// (its metrics show the bytes); a wrong URL, and the server stopped, make
+// the read fail within seconds, with no output.
 func TestIrohDiscovery(t *testing.T) {
 	t.Parallel()
 	dns := startDNSServer(t)
@@ -340,6 +342,26 @@ func TestIrohDiscovery(t *testing.T) {
 	if n := dns.counter(t, "http_requests"); n != reqs {
 		t.Fatalf("iroh-dns-server got %d requests from runs that had no id to look up", n-reqs)
 	}
+
+	// With a relay as well (iroh-relay on 127.0.0.1), the node on [::1],
+	// which a reader bound to 127.0.0.1 cannot dial: the record names the
+	// relay (serve waited for it to), and a read by id goes through it.
+	relayURL, relayMetrics := startRelay(t)
+	srv2 := serve(t, a, filepath.Join(t.TempDir(), "iroh-b"), "--discovery", dns.pkarr, "--relay", relayURL, "--bind", "[::1]:0", "--rescan", "0")
+	node2, err := iroh.EndpointID(srv2.ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv0, _ := relayedBytes(t, relayMetrics())
+	if r := a.run([]string{"SOP_PME_STORE=iroh://" + node2, disc}, "verify", id); r.code != 0 {
+		t.Fatalf("verify over iroh://ID of a node with a relay: %s", r)
+	}
+	recv, _ := relayedBytes(t, relayMetrics())
+	t.Logf("verify by id of the node on [::1] with a relay: the relay received %d bytes (object %d bytes)", recv-recv0, len(data))
+	if recv-recv0 < int64(len(data)) {
+		t.Fatalf("the relay received %d bytes, less than the object's %d: the read did not go through the relay the record names", recv-recv0, len(data))
+	}
+	srv2.stop()
 
 	// A wrong URL (no pkarr relay at that path), then the server stopped:
 	// the read fails, soon, with nothing on stdout.
