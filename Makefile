@@ -148,14 +148,17 @@ cli:
 # network namespace with only loopback; .ci/install-sendme builds it once
 # into $(TOOLCACHE)/bin; without it the test skips, except under CI=true),
 # serve --relay through iroh-relay 1.4.1 on 127.0.0.1 (TestIrohRelay;
-# .ci/install-relay builds it once, as sendme), and sql over another node's
+# .ci/install-relay builds it once, as sendme), serve --discovery with
+# iroh-dns-server 1.4.1 on 127.0.0.1 (TestIrohDiscovery;
+# .ci/install-dns-server builds it once), and sql over another node's
 # table with DuckDB (-tags 'iroh duckdb').
 # -count=1: the go command does not hash the static library.
 SENDME ?= $(TOOLCACHE)/bin/sendme-0.37.1/bin/sendme
 IROH_RELAY ?= $(TOOLCACHE)/bin/iroh-relay-1.4.1/bin/iroh-relay
+IROH_DNS_SERVER ?= $(TOOLCACHE)/bin/iroh-dns-server-1.4.1/bin/iroh-dns-server
 cli-iroh: iroh-lib
 	cd cmd/sop-pme && $(GO) vet -tags iroh ./...
-	cd cmd/sop-pme && SOP_PME_SENDME=$(SENDME) SOP_PME_IROH_RELAY=$(IROH_RELAY) $(GO) test -count=1 -tags iroh -run '^TestIroh' .
+	cd cmd/sop-pme && SOP_PME_SENDME=$(SENDME) SOP_PME_IROH_RELAY=$(IROH_RELAY) SOP_PME_IROH_DNS_SERVER=$(IROH_DNS_SERVER) $(GO) test -count=1 -tags iroh -run '^TestIroh' .
 	cd cmd/sop-pme && $(GO) test -count=1 -tags 'iroh duckdb' -run '^TestIrohSQL' .
 
 # The figures of serving and fetching over iroh, on 127.0.0.1 (not part of

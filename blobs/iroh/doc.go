@@ -57,6 +57,13 @@
 // names (a blob ticket's relays are ignored)
 // (iroh's RelayMode::Custom with that URL alone, never n0's public relays;
 // the endpoint's net-report HTTPS probes then go to that relay only).
-// Discovery is not offered: it would publish the node's id and addresses
-// to DNS/pkarr servers or the local network.
+// Discovery is off unless asked for, and then only through one pkarr relay
+// the caller names: [ServeOptions].Discovery makes a serving endpoint
+// publish its id, relay and bound address there as a signed pkarr packet
+// (iroh's PkarrPublisher with that URL alone, never n0's DNS servers), and
+// [Resolve] looks an endpoint id up at a pkarr relay its caller names,
+// once, returning a ticket; Fetch itself never looks anything up. mDNS is
+// not offered: it would announce the node to every host on the local
+// network. Host names in relay and pkarr relay URLs are resolved with the
+// system's nameservers only (no public fallback resolvers).
 package iroh

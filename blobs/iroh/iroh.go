@@ -28,8 +28,8 @@ import (
 )
 
 // abiVersion is the ABI this package is written against. Calling
-// C.sop_iroh_abi_v5 makes a library of another ABI version fail to link.
-const abiVersion = 5
+// C.sop_iroh_abi_v6 makes a library of another ABI version fail to link.
+const abiVersion = 6
 
 const (
 	irohDir    = "iroh"    // the iroh-blobs FsStore, under the store directory
@@ -42,6 +42,9 @@ const (
 
 	// DefaultDeleteTimeout bounds a Delete whose context has no deadline.
 	DefaultDeleteTimeout = 2 * time.Minute
+
+	// DefaultResolveTimeout bounds a Resolve whose context has no deadline.
+	DefaultResolveTimeout = 20 * time.Second
 )
 
 var (
@@ -138,7 +141,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if v := C.sop_iroh_abi_v5(); v != abiVersion {
+	if v := C.sop_iroh_abi_v6(); v != abiVersion {
 		return nil, fmt.Errorf("iroh: library ABI version %d, want %d", v, abiVersion)
 	}
 	dir, err := filepath.Abs(dir)

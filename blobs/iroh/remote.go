@@ -52,28 +52,124 @@ func (s *Store) ServeOn(ctx context.Context, bind string, allow []storageid.ID) 
 // relay URL that is not http(s)://HOST[:PORT] fails with CodeInvalid, as
 // does a later call naming another relay than the store's endpoint has.
 func (s *Store) ServeVia(ctx context.Context, bind, relay string, allow []storageid.ID) (string, error) {
+	return s.ServeWith(ctx, ServeOptions{Bind: bind, Relay: relay, Allow: allow})
+}
+
+// ServeOptions are the settings of [Store.ServeWith].
+type ServeOptions struct {
+	// Bind is the address served on, "<ip>:<port>" ("": 127.0.0.1:0), as
+	// for [Store.ServeOn].
+	Bind string
+	// Relay is the URL of the one relay served through ("": none), as for
+	// [Store.ServeVia].
+	Relay string
+	// Discovery is the URL of a pkarr relay ("": none; iroh-dns-server
+	// serves one at http(s)://HOST[:PORT]/pkarr) to which the node
+	// publishes its endpoint id, its relay and the address bound, as a
+	// packet signed with its key, whenever they change and every 5
+	// minutes (iroh's PkarrPublisher with that URL alone: never n0's DNS
+	// servers, never mDNS), so that a reader holding only the endpoint id
+	// can find the node ([Resolve]). The pkarr relay's operator, and
+	// anyone who asks it for the id, learns the node's IP address and
+	// relay, and that it is online.
+	Discovery string
+	// Allow, if not nil, lists the only blobs served, as for
+	// [Store.ServeOn].
+	Allow []storageid.ID
+}
+
+// ServeWith is ServeOn with every setting: o.Bind and o.Allow as ServeOn
+// takes them, o.Relay as ServeVia does, and o.Discovery. With a discovery
+// URL it returns only once the pkarr relay gives back the node's record
+// naming the address it returns (CodeNetwork if not within 20 s). A
+// discovery URL that is not http(s)://HOST[:PORT][/PATH] fails with
+// CodeInvalid, as does a later call naming another one than the store's
+// endpoint was bound with.
+func (s *Store) ServeWith(ctx context.Context, o ServeOptions) (string, error) {
 	h, err := s.acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer s.release()
-	b := []byte(bind)
-	rl := []byte(relay)
+	b := []byte(o.Bind)
+	rl := []byte(o.Relay)
+	dl := []byte(o.Discovery)
 	onlyAllowed := C.int32_t(0)
 	var hashes []byte
-	if allow != nil {
+	if o.Allow != nil {
 		onlyAllowed = 1
-		hashes = make([]byte, 0, 32*len(allow))
-		for _, id := range allow {
+		hashes = make([]byte, 0, 32*len(o.Allow))
+		for _, id := range o.Allow {
 			hashes = append(hashes, id[:]...)
 		}
 	}
 	var ptr *C.uint8_t
 	var ln C.size_t
 	eb := errBuf()
-	rc := C.sop_iroh_serve(h, u8(b), C.size_t(len(b)), u8(rl), C.size_t(len(rl)), onlyAllowed, u8(hashes), C.size_t(len(allow)),
-		&ptr, &ln, errPtr(eb), errCap)
+	rc := C.sop_iroh_serve(h, u8(b), C.size_t(len(b)), u8(rl), C.size_t(len(rl)), u8(dl), C.size_t(len(dl)),
+		onlyAllowed, u8(hashes), C.size_t(len(o.Allow)), &ptr, &ln, errPtr(eb), errCap)
 	if err := mkErr("serve", rc, eb); err != nil {
+		return "", err
+	}
+	defer C.sop_iroh_free(ptr, ln)
+	return string(goBytes(ptr, ln)), nil
+}
+
+// EndpointID returns the endpoint id (64 hex digits) of a node's address
+// in any form Fetch takes, or of an endpoint id alone (which Fetch does
+// not take: [Resolve] turns it into a ticket). Its errors match
+// CodeInvalid.
+func EndpointID(addr string) (string, error) {
+	a := []byte(addr)
+	var ptr *C.uint8_t
+	var ln C.size_t
+	eb := errBuf()
+	rc := C.sop_iroh_endpoint_id(u8(a), C.size_t(len(a)), &ptr, &ln, errPtr(eb), errCap)
+	if err := mkErr("endpoint id", rc, eb); err != nil {
+		return "", err
+	}
+	defer C.sop_iroh_free(ptr, ln)
+	return string(goBytes(ptr, ln)), nil
+}
+
+// Resolve looks the endpoint id id (hex, as [EndpointID] returns it) up
+// at the pkarr relay at the URL discovery (a node serving with
+// [ServeOptions].Discovery publishes itself there): one HTTP GET of
+// discovery/<id in z-base-32>, whose answer must be a packet signed with
+// id's key. It returns the endpoint ticket of the addresses the record
+// names (its IP addresses and at most one relay, checked as Fetch checks a
+// ticket's), for Fetch. Only addresses are learnt so: a connection to them
+// still proves, in iroh's QUIC/TLS handshake, that the peer holds id's
+// key, and every byte fetched is still verified against its storage_id.
+// The pkarr relay's operator can withhold a record or hand out an old one,
+// not forge one; it learns which id is looked up, and from which IP
+// address. The call is bounded by ctx's deadline, else by
+// DefaultResolveTimeout. A pkarr relay that cannot be reached or holds no
+// record of id fails with CodeNetwork (or CodeTimeout), a record naming no
+// address with CodeNotFound, a bad id or URL with CodeInvalid.
+func Resolve(ctx context.Context, id, discovery string) (string, error) {
+	timeout := DefaultResolveTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+		if timeout <= 0 {
+			return "", context.DeadlineExceeded
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	ms := uint64(timeout.Milliseconds())
+	if ms == 0 {
+		ms = 1
+	}
+	i := []byte(id)
+	d := []byte(discovery)
+	var ptr *C.uint8_t
+	var ln C.size_t
+	eb := errBuf()
+	rc := C.sop_iroh_resolve(u8(i), C.size_t(len(i)), u8(d), C.size_t(len(d)), C.uint64_t(ms),
+		&ptr, &ln, errPtr(eb), errCap)
+	if err := mkErr("resolve", rc, eb); err != nil {
 		return "", err
 	}
 	defer C.sop_iroh_free(ptr, ln)
@@ -110,7 +206,8 @@ func Ticket(addr string) (string, error) {
 // addresses given and, if an endpoint ticket names one relay, that relay:
 // the store's endpoint then uses it alone, and a later fetch naming another
 // relay or none fails with CodeInvalid. A blob ticket's relays are ignored
-// (sendme's name n0's public relays by default). No address lookup. The call is bounded by
+// (sendme's name n0's public relays by default). No address lookup: an
+// endpoint id alone fails with CodeInvalid ([Resolve] it first). The call is bounded by
 // ctx's deadline, or the store's fetch timeout (WithFetchTimeout); a ctx
 // cancelled without a deadline is seen only when the fetch ends or times
 // out, since the library call cannot be interrupted.

@@ -40,20 +40,37 @@ two nodes, and the objects are ciphertext anyway. The node keeps a
 connection to the relay open while it serves, and probes it (HTTPS) to
 measure its latency.
 
-Discovery (publishing the node's id and addresses to DNS, pkarr servers or
-the local network by mDNS) is not offered: it would tell anyone who looks
-the node's addresses and that it runs, and a ticket carries what a reader
-needs.`
+Discovery is off unless serve --discovery URL names a pkarr relay (an
+iroh-dns-server's http(s)://HOST[:PORT]/pkarr; only that one is used, never
+n0's DNS servers): the node then publishes its endpoint id, the address it
+bound and its relay, as a record signed with its key, there, at start,
+whenever they change and every 5 minutes, so that a reader holding only
+the endpoint id (64 hex digits, which serve prints) can reach it:
+--store iroh://ID or fetch --from ID, with SOP_PME_IROH_DISCOVERY=URL set
+to that pkarr relay (an id alone without it is a usage error, exit 2). A
+whole ticket is never looked up. Turning discovery on reveals to the pkarr
+relay's operator, and to anyone who asks it for the id, the node's IP
+address and port and its relay, and that it is online (the record is
+refreshed while it runs); a pkarr relay that resolves DNS as well (as
+iroh-dns-server does) gives the same to DNS queries. A reader's lookup
+reveals to that operator which node id it wants to reach, and the reader's
+IP address. The record gives only addresses: the connection still
+authenticates the node by its id (QUIC/TLS with its key), and every byte is
+still verified against the storage_id; the operator can withhold a record
+or hand out an old one, not forge one. Host names in the URLs are resolved
+with the system's nameservers only. Discovery on the local network (mDNS)
+is not offered: it would announce the node to every host on the LAN.`
 
 // serveFlags are the flags of the serve command.
 type serveFlags struct {
-	store   storeFlag
-	ks      keySource
-	bind    string
-	relay   string
-	irohDir string
-	rescan  time.Duration
-	allow   []string
+	store     storeFlag
+	ks        keySource
+	bind      string
+	relay     string
+	discovery string
+	irohDir   string
+	rescan    time.Duration
+	allow     []string
 }
 
 // serveCmd is sop-pme serve: an iroh node serving the store's objects
@@ -99,6 +116,7 @@ ticket can fetch from it.
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "serve only these `storage_ids or tables` (repeatable, comma-separated; a table needs the keyring that holds its catalog)")
 	cmd.Flags().StringVar(&f.bind, "bind", "", "`IP:PORT` to serve on, the address other nodes dial (default 127.0.0.1 and an ephemeral port)")
 	cmd.Flags().StringVar(&f.relay, "relay", "", "`URL` of an iroh relay (iroh-relay) to serve through as well, named in the ticket (default: none; see below for what it reveals)")
+	cmd.Flags().StringVar(&f.discovery, "discovery", "", "`URL` of a pkarr relay (iroh-dns-server's http(s)://HOST[:PORT]/pkarr) to publish the node's id and addresses to, so that readers can use the id alone (default: none; see below for what it reveals)")
 	cmd.Flags().StringVar(&f.irohDir, "iroh-dir", "", "`directory` of the node's iroh-blobs store (default: under the user cache directory, one per store)")
 	cmd.Flags().DurationVar(&f.rescan, "rescan", 10*time.Second, "how often to look for objects imported since and removed since (0: only at start)")
 	return cmd
@@ -116,12 +134,14 @@ type fetchFlags struct {
 func (a *app) fetchCmd() *cobra.Command {
 	var f fetchFlags
 	cmd := &cobra.Command{
-		Use:   "fetch ID... --from TICKET",
+		Use:   "fetch ID... --from TICKET|ENDPOINT_ID",
 		Short: "Copy objects from another node (sop-pme serve) into the store, verified",
 		Long: `Fetch copies the objects named by storage_id (whole ones: another node's
 objects cannot be listed, so a prefix is refused) from the node whose ticket
 --from gives (what sop-pme serve printed; an iroh blob ticket, as sendme
-prints, works too: its address is used, not its hash) into the store.
+prints, works too: its address is used, not its hash; or the node's
+endpoint id alone, looked up at the pkarr relay SOP_PME_IROH_DISCOVERY
+names, see below) into the store.
 
 Every 16 KiB group is verified against the storage_id as it arrives and
 kept in a cache (--cache; by default under the user cache directory), so a
@@ -145,7 +165,7 @@ time).
 		}),
 	}
 	addStoreFlag(cmd, &f.store)
-	cmd.Flags().StringVar(&f.from, "from", "", "`TICKET` of the node to fetch from (what sop-pme serve printed)")
+	cmd.Flags().StringVar(&f.from, "from", "", "`TICKET` of the node to fetch from (what sop-pme serve printed), or its endpoint id with SOP_PME_IROH_DISCOVERY set")
 	cmd.Flags().StringVar(&f.cache, "cache", "", "`directory` of the fetch cache (default: under the user cache directory)")
 	return cmd
 }

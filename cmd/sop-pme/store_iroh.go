@@ -46,10 +46,12 @@ type irohStore struct {
 
 var _ store = (*irohStore)(nil)
 
-// openIrohStore opens the objects of the node the ticket names.
+// openIrohStore opens the objects of the node the ticket (or endpoint id,
+// irohAddr) names.
 func openIrohStore(ctx context.Context, ticket string) (store, error) {
-	if _, err := iroh.Ticket(ticket); err != nil {
-		return nil, usagef("iroh://: not a ticket sop-pme serve printed (%s)", clean(err))
+	ticket, err := irohAddr(ctx, ticket, "iroh://")
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "sop-pme-iroh-")
 	if err != nil {
@@ -112,6 +114,68 @@ func openCache(ctx context.Context, dir string, opts ...iroh.Option) (*iroh.Stor
 	return st, nil
 }
 
+// irohDiscoveryEnv names the environment variable a reader sets to the URL
+// of the pkarr relay through which an endpoint id given alone (iroh://ID,
+// fetch --from ID) is resolved.
+const irohDiscoveryEnv = "SOP_PME_IROH_DISCOVERY"
+
+// irohAddr returns the ticket a reader dials for t, what iroh://
+// or --from (what) gave: a ticket as it is (never looked up, whatever
+// SOP_PME_IROH_DISCOVERY says), or for an endpoint id alone (64 hex
+// digits), the ticket iroh.Resolve builds from its record at the pkarr
+// relay SOP_PME_IROH_DISCOVERY names; without one, that is a usage error.
+// The record gives only addresses: the connection still authenticates the
+// endpoint id, and every byte is still verified against its storage_id.
+func irohAddr(ctx context.Context, t, what string) (string, error) {
+	_, terr := iroh.Ticket(t)
+	if terr == nil {
+		return t, nil
+	}
+	if !isEndpointID(t) {
+		return "", usagef("%s: not a ticket sop-pme serve printed, nor an endpoint id (%s)", what, clean(terr))
+	}
+	disc := os.Getenv(irohDiscoveryEnv)
+	if disc == "" {
+		return "", usagef("%s: an endpoint id alone names no address: set %s to the URL of the pkarr relay the node publishes to (sop-pme serve --discovery), or give the whole ticket", what, irohDiscoveryEnv)
+	}
+	if err := checkDiscoveryURL(disc); err != nil {
+		return "", usagef("%s %q: %s", irohDiscoveryEnv, disc, err)
+	}
+	full, err := iroh.Resolve(ctx, t, disc)
+	if err != nil {
+		if isIrohCode(err, iroh.CodeInvalid) {
+			return "", usagef("%s: %s", what, clean(err))
+		}
+		return "", &cmdError{exitFailure, fmt.Sprintf("%s: %s", what, clean(err)), err}
+	}
+	return full, nil
+}
+
+// isEndpointID reports whether t is an endpoint id alone: 64 lowercase hex
+// digits, as serve's messages print it.
+func isEndpointID(t string) bool {
+	if len(t) != 64 {
+		return false
+	}
+	for _, c := range t {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkDiscoveryURL checks the form of a pkarr relay URL, as the library
+// does (http(s)://HOST[:PORT][/PATH], no query, fragment or credentials),
+// so that a mistyped one is a usage error before anything is opened.
+func checkDiscoveryURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return errors.New("want the URL of a pkarr relay, http(s)://HOST[:PORT][/PATH] (iroh-dns-server's is http(s)://HOST[:PORT]/pkarr)")
+	}
+	return nil
+}
+
 // runServe is sop-pme serve.
 func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	ctx := cmd.Context()
@@ -128,6 +192,11 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if f.relay != "" {
 		if u, err := url.Parse(f.relay); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usagef("--relay %q: want the URL of an iroh relay, http(s)://HOST[:PORT]", f.relay)
+		}
+	}
+	if f.discovery != "" {
+		if err := checkDiscoveryURL(f.discovery); err != nil {
+			return usagef("--discovery %q: %s", f.discovery, err)
 		}
 	}
 	src, err := f.store.openReadOnly(ctx)
@@ -162,10 +231,10 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	addr, err := node.ServeVia(ctx, f.bind, f.relay, allowIDs(allow))
+	addr, err := node.ServeWith(ctx, f.serveOptions(allow))
 	if err != nil {
 		if isIrohCode(err, iroh.CodeInvalid) {
-			return usagef("--bind %s --relay %s: %s", f.bind, f.relay, clean(err))
+			return usagef("--bind %s --relay %s --discovery %s: %s", f.bind, f.relay, f.discovery, clean(err))
 		}
 		return err
 	}
@@ -176,6 +245,13 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 	fmt.Fprintln(a.stdout, ticket)
 	if !a.quiet {
 		fmt.Fprintf(a.stderr, "sop-pme: serving %d %s of %s at %s (iroh store %s); whoever holds the ticket can fetch any of them by storage_id; Ctrl-C stops\n", n, plural(n, "object", "objects"), f.store.name(), servedAt(addr, f), dir)
+		if f.discovery != "" {
+			id, err := iroh.EndpointID(addr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "sop-pme: published to %s as endpoint %s: a reader with %s=%s may use iroh://%s (or fetch --from %s)\n", f.discovery, id, irohDiscoveryEnv, f.discovery, id, id)
+		}
 	}
 	var tick <-chan time.Time
 	if f.rescan > 0 {
@@ -189,7 +265,7 @@ func (a *app) runServe(cmd *cobra.Command, f *serveFlags) error {
 			return nil
 		case <-tick:
 			var m int
-			m, allow, err = a.rescan(ctx, al, allow, src, node, f.bind, f.relay)
+			m, allow, err = a.rescan(ctx, al, allow, src, node, f)
 			if err != nil && ctx.Err() == nil {
 				fmt.Fprintf(a.stderr, "sop-pme: warning: rescanning the store: %s\n", clean(err))
 			} else if m != n && !a.quiet {
@@ -219,7 +295,7 @@ func servedAt(addr string, f *serveFlags) string {
 // the last list, and says so), brings the node's iroh store in step with
 // the store (syncServed), then gives the node's allow-list the objects now
 // allowed. It returns how many objects are served, and the list used.
-func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]bool, src store, node *iroh.Store, bind, relay string) (int, map[storageid.ID]bool, error) {
+func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]bool, src store, node *iroh.Store, f *serveFlags) (int, map[storageid.ID]bool, error) {
 	if al != nil {
 		if now, err := al.resolve(ctx, true); err != nil {
 			fmt.Fprintf(a.stderr, "sop-pme: warning: reading --allow's tables from the catalog (serving the objects they had): %s\n", clean(err))
@@ -232,11 +308,18 @@ func (a *app) rescan(ctx context.Context, al *allowSpec, allow map[storageid.ID]
 		return n, allow, err
 	}
 	if allow != nil {
-		if _, err := node.ServeVia(ctx, bind, relay, allowIDs(allow)); err != nil {
+		if _, err := node.ServeWith(ctx, f.serveOptions(allow)); err != nil {
 			return n, allow, err
 		}
 	}
 	return n, allow, nil
+}
+
+// serveOptions are the node's settings, serving allow (every object if
+// nil): the same at start and at each rescan, as a store's endpoint
+// requires.
+func (f *serveFlags) serveOptions(allow map[storageid.ID]bool) iroh.ServeOptions {
+	return iroh.ServeOptions{Bind: f.bind, Relay: f.relay, Discovery: f.discovery, Allow: allowIDs(allow)}
 }
 
 // allowIDs returns the storage_ids of allow (nil if allow is nil: serve
@@ -450,9 +533,6 @@ func (a *app) runFetch(cmd *cobra.Command, f *fetchFlags, args []string) error {
 	if t, ok := irohTicket(from); ok {
 		from = t
 	}
-	if _, err := iroh.Ticket(from); err != nil {
-		return usagef("--from: not a ticket sop-pme serve printed (%s)", clean(err))
-	}
 	idArgs, err := parseIDArgs(args)
 	if err != nil {
 		return err
@@ -466,6 +546,10 @@ func (a *app) runFetch(cmd *cobra.Command, f *fetchFlags, args []string) error {
 		return err
 	} else if _, ok := irohTicket(v); ok {
 		return usagef("fetch copies into a directory or s3:// store, not into another node's")
+	}
+	from, err = irohAddr(ctx, from, "--from")
+	if err != nil {
+		return err
 	}
 	st, undo, err := f.store.create(ctx)
 	if err != nil {

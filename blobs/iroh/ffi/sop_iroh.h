@@ -11,7 +11,7 @@
  *
  * Conventions:
  * - Every function except sop_iroh_free, sop_iroh_export_close and
- *   sop_iroh_abi_v5 returns SOP_IROH_OK (0) or an error code, and writes a
+ *   sop_iroh_abi_v6 returns SOP_IROH_OK (0) or an error code, and writes a
  *   NUL-terminated UTF-8 message (empty on success) into err[0..err_cap).
  * - Strings are passed as (pointer, length), UTF-8, not NUL-terminated.
  * - Hashes are 32 bytes (the BLAKE3 root hash iroh-blobs assigns).
@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define SOP_IROH_ABI_VERSION 5
+#define SOP_IROH_ABI_VERSION 6
 
 #define SOP_IROH_OK 0
 #define SOP_IROH_E_INTERNAL 1      /* a bug or an unexpected state */
@@ -68,8 +68,10 @@ typedef struct SopIrohExport SopIrohExport; /* a streaming export's cursor */
  * 4 gave sop_iroh_store_open its flags (SOP_IROH_OPEN_DELETE), added
  * sop_iroh_tagged and sop_iroh_delete, and made a later sop_iroh_serve
  * replace the allow-list. Version 5 gave sop_iroh_serve a relay URL, and
- * made sop_iroh_fetch use the relay a ticket names. */
-uint32_t sop_iroh_abi_v5(void);
+ * made sop_iroh_fetch use the relay a ticket names. Version 6 gave
+ * sop_iroh_serve a discovery URL (a pkarr relay it publishes itself to) and
+ * added sop_iroh_resolve and sop_iroh_endpoint_id. */
+uint32_t sop_iroh_abi_v6(void);
 
 /* Opens or creates an iroh-blobs FsStore in the absolute directory dir.
  * flags is 0 or SOP_IROH_OPEN_DELETE: the store can then delete blobs
@@ -148,7 +150,14 @@ int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
  * an unspecified or multicast IP is refused), with no address lookup and no
  * port mapping, and with no relay unless relay (relay_len bytes, an
  * http(s) URL; empty: none) names one: then through that relay alone
- * (never n0's public relays). Returns the address
+ * (never n0's public relays). If discovery (discovery_len bytes, the
+ * http(s) URL of a pkarr relay, e.g. iroh-dns-server's .../pkarr; empty:
+ * none) names one, the endpoint publishes its id, relay and bound address
+ * there as a signed pkarr packet (iroh's PkarrPublisher with that URL
+ * alone; on change and every 5 minutes), and the call returns only once the
+ * pkarr relay gives that record back (else SOP_IROH_E_NETWORK, within
+ * 20 s); a later call naming another discovery URL fails with
+ * SOP_IROH_E_INVALID. Returns the address
  * "<endpoint id hex>@<ip>:<port>", or with a relay, once the endpoint is
  * connected to it (else SOP_IROH_E_NETWORK), the endpoint ticket naming the
  * relay and that address. With only_allowed non-zero, only the n_allow
@@ -162,6 +171,7 @@ int32_t sop_iroh_verified_size(const SopIrohStore *store, const uint8_t *hash,
  * endpoint is bound once (by the first serve or fetch). */
 int32_t sop_iroh_serve(const SopIrohStore *store, const uint8_t *bind,
                        size_t bind_len, const uint8_t *relay, size_t relay_len,
+                       const uint8_t *discovery, size_t discovery_len,
                        int32_t only_allowed, const uint8_t *allow,
                        size_t n_allow, uint8_t **out_ptr, size_t *out_len,
                        char *err, size_t err_cap);
@@ -191,6 +201,26 @@ int32_t sop_iroh_delete(const SopIrohStore *store, const uint8_t *hashes,
 int32_t sop_iroh_ticket(const uint8_t *addr, size_t addr_len,
                         uint8_t **out_ptr, size_t *out_len, char *err,
                         size_t err_cap);
+
+/* Writes the endpoint id (64 hex digits) of a peer's address, in any form
+ * sop_iroh_fetch takes, or of an endpoint id alone. */
+int32_t sop_iroh_endpoint_id(const uint8_t *addr, size_t addr_len,
+                             uint8_t **out_ptr, size_t *out_len, char *err,
+                             size_t err_cap);
+
+/* Resolves the endpoint id id (id_len bytes; hex, as sop_iroh_endpoint_id
+ * writes it) through the pkarr relay at the http(s) URL discovery
+ * (required): one HTTP GET of <discovery>/<id in z-base-32>, whose answer
+ * must be a packet signed by id's key. Writes the endpoint ticket of the
+ * addresses the record names, checked as sop_iroh_fetch checks a ticket's,
+ * to *out_ptr / *out_len. The pkarr relay's operator learns which id is
+ * looked up, and from which IP address. No relay reached, or no record:
+ * SOP_IROH_E_NETWORK; a record naming no address: SOP_IROH_E_NOT_FOUND.
+ * timeout_ms bounds the call; 0 means no limit. */
+int32_t sop_iroh_resolve(const uint8_t *id, size_t id_len,
+                         const uint8_t *discovery, size_t discovery_len,
+                         uint64_t timeout_ms, uint8_t **out_ptr,
+                         size_t *out_len, char *err, size_t err_cap);
 
 /* Fetches the chunk groups of hash that intersect the ranges, those this
  * store does not hold yet (a node refusing the blob by its allow-list reads

@@ -27,7 +27,10 @@
 //!   (DNS/pkarr/mDNS), no port mapping, no captive-portal checks, and no
 //!   relay unless given one (sop_iroh_serve's relay URL, or the relay a
 //!   fetched peer's ticket names): then that one relay alone, never n0's
-//!   public relays, which alone its HTTPS latency probes reach.
+//!   public relays, which alone its HTTPS latency probes reach; it publishes
+//!   itself only to the pkarr relay sop_iroh_serve's discovery URL names,
+//!   and an endpoint id is resolved only by sop_iroh_resolve, from the
+//!   pkarr relay its caller names (never n0's DNS, never mDNS).
 
 mod args;
 mod errors;
@@ -51,7 +54,7 @@ use runtime::{block_on, block_on_timeout, runtime};
 use store::Store;
 
 /// The ABI version; `sop_iroh.h` declares the same number.
-pub const SOP_IROH_ABI_VERSION: u32 = 5;
+pub const SOP_IROH_ABI_VERSION: u32 = 6;
 
 // Result codes; `sop_iroh.h` declares the same values.
 const OK: i32 = 0;
@@ -77,7 +80,7 @@ pub struct SopIrohExport(Arc<Mutex<Export>>);
 /// Referenced from the Go package's cgo preamble: a library without this
 /// symbol (another ABI version) fails to link.
 #[no_mangle]
-pub extern "C" fn sop_iroh_abi_v5() -> u32 {
+pub extern "C" fn sop_iroh_abi_v6() -> u32 {
     catch_unwind(|| SOP_IROH_ABI_VERSION).unwrap_or(0)
 }
 
@@ -343,7 +346,11 @@ pub unsafe extern "C" fn sop_iroh_verified_size(
 /// bind ("<ip>:<port>", bind_len bytes; empty: 127.0.0.1 and an ephemeral
 /// port; no address lookup, no port mapping) and, if relay (relay_len
 /// bytes, an http(s) URL; empty: none) names one, through that relay alone,
-/// and returns its address. With only_allowed non-zero, only the n_allow blobs whose 32-byte
+/// and returns its address. If discovery (discovery_len bytes, the http(s)
+/// URL of a pkarr relay; empty: none) names one, the endpoint publishes its
+/// id, relay and bound address to it as a signed pkarr packet (on change
+/// and every 5 minutes), and the call returns only once the pkarr relay
+/// gives that record back (else SOP_IROH_E_NETWORK, within 20 s). With only_allowed non-zero, only the n_allow blobs whose 32-byte
 /// hashes are at allow are served (others are refused with iroh-blobs'
 /// permission error); with only_allowed 0, every blob of the store. A later
 /// call replaces the allow-list at once; it cannot switch between serving
@@ -363,6 +370,8 @@ pub unsafe extern "C" fn sop_iroh_serve(
     bind_len: usize,
     relay: *const u8,
     relay_len: usize,
+    discovery: *const u8,
+    discovery_len: usize,
     only_allowed: i32,
     allow: *const u8,
     n_allow: usize,
@@ -375,6 +384,7 @@ pub unsafe extern "C" fn sop_iroh_serve(
         let s = store_ref(store)?;
         let bind = net::parse_bind(&string(bind, bind_len, "bind address")?)?;
         let relay = net::parse_relay(&string(relay, relay_len, "relay URL")?)?;
+        let discovery = net::parse_discovery(&string(discovery, discovery_len, "discovery URL")?)?;
         let allow = if only_allowed != 0 {
             let n = n_allow
                 .checked_mul(32)
@@ -388,7 +398,7 @@ pub unsafe extern "C" fn sop_iroh_serve(
         } else {
             None
         };
-        let addr = block_on(net::serve(s, bind, relay, allow))??;
+        let addr = block_on(net::serve(s, bind, relay, discovery, allow))??;
         give(addr.into_bytes(), out_ptr, out_len)
     })
 }
@@ -473,6 +483,60 @@ pub unsafe extern "C" fn sop_iroh_ticket(
 ) -> i32 {
     guard(err, err_cap, || {
         let t = net::ticket(&string(addr, addr_len, "address")?)?;
+        give(t.into_bytes(), out_ptr, out_len)
+    })
+}
+
+/// Writes the endpoint id (64 hex digits) of a peer's address, in any form
+/// sop_iroh_fetch takes, or of an endpoint id alone, to *out_ptr / *out_len
+/// (freed with sop_iroh_free).
+///
+/// # Safety
+/// addr valid for addr_len bytes; the out pointers must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_endpoint_id(
+    addr: *const u8,
+    addr_len: usize,
+    out_ptr: *mut *mut u8,
+    out_len: *mut usize,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        let id = net::endpoint_id(&string(addr, addr_len, "address")?)?;
+        give(id.into_bytes(), out_ptr, out_len)
+    })
+}
+
+/// Resolves the endpoint id id (id_len bytes: hex, as sop_iroh_endpoint_id
+/// writes it) through the pkarr relay at discovery
+/// (discovery_len bytes, an http(s) URL, required): one HTTP GET of
+/// <discovery>/<id in z-base-32>, whose answer must be signed by id's key,
+/// and writes the endpoint ticket of the addresses it names (checked as
+/// sop_iroh_fetch checks a ticket's) to *out_ptr / *out_len (freed with
+/// sop_iroh_free). The pkarr relay's operator learns which id is looked up
+/// and from which IP. timeout_ms bounds the call (0: no limit).
+///
+/// # Safety
+/// id and discovery valid for their lengths; the out pointers must be
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn sop_iroh_resolve(
+    id: *const u8,
+    id_len: usize,
+    discovery: *const u8,
+    discovery_len: usize,
+    timeout_ms: u64,
+    out_ptr: *mut *mut u8,
+    out_len: *mut usize,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        let id = string(id, id_len, "endpoint id")?;
+        let url = net::parse_discovery(&string(discovery, discovery_len, "discovery URL")?)?
+            .ok_or_else(|| Error::new(E_INVALID, "resolving an endpoint id needs a discovery URL"))?;
+        let t = block_on_timeout(timeout_ms, net::resolve(&id, url))?;
         give(t.into_bytes(), out_ptr, out_len)
     })
 }

@@ -1,12 +1,15 @@
 //! Serving and fetching over the blobs protocol. The endpoint binds one
 //! address: 127.0.0.1 unless the caller of serve names another, or a fetch
 //! from a peer off loopback (or through a relay off loopback) needs the
-//! unspecified address. It has no address lookup (DNS/pkarr/mDNS), no port
-//! mapping, and no captive-portal checks; it uses a relay only when given
-//! one: the one relay URL serve is given, or the one a fetched peer's
-//! ticket names (RelayMode::Custom with that URL alone, never n0's public
-//! relays), and then probes only that relay. Otherwise it reaches only the
-//! addresses it is given.
+//! unspecified address. It has no address lookup (no DNS, no mDNS, no pkarr
+//! resolver), no port mapping, and no captive-portal checks; it uses a
+//! relay only when given one: the one relay URL serve is given, or the one
+//! a fetched peer's ticket names (RelayMode::Custom with that URL alone,
+//! never n0's public relays), and then probes only that relay. It publishes
+//! itself only when serve is given a discovery URL: then to that pkarr
+//! relay alone (PkarrPublisher, never n0's DNS servers). Otherwise it
+//! reaches only the addresses it is given. An endpoint id alone is resolved
+//! to addresses only by resolve, from the pkarr relay its caller names.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -15,7 +18,11 @@ use std::{
 };
 
 use iroh::{
+    address_lookup::{AddrFilter, PkarrPublisher, PkarrRelayClient},
+    dns::{DnsResolver, FallbackMode},
     endpoint::{presets, Connection, PortmapperConfig},
+    endpoint_info::EndpointInfo,
+    tls::CaTlsConfig,
     protocol::{AcceptError, ProtocolHandler, Router},
     Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode, RelayUrl,
 };
@@ -28,6 +35,7 @@ use iroh_blobs::{
     BlobsProtocol, Hash,
 };
 use iroh_tickets::{endpoint::EndpointTicket, Ticket};
+use url::Url;
 
 use crate::{
     errors::{map_get_error, Error, Result},
@@ -44,6 +52,9 @@ pub(crate) struct Net {
     bound: Option<SocketAddr>,
     /// The one relay the endpoint uses, if any (fixed when it is bound).
     relay: Option<RelayUrl>,
+    /// The pkarr relay the endpoint publishes itself to, if any (fixed when
+    /// it is bound).
+    discovery: Option<Url>,
     router: Option<Router>,
     /// The blobs served, if the router serves only some (allow_events).
     allow: Option<Allow>,
@@ -61,12 +72,37 @@ const LOOPBACK: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)
 /// How long serve waits for the endpoint to connect to its relay.
 const RELAY_ONLINE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// How long serve waits for its discovery record to be readable from the
+/// pkarr relay, and how often it looks.
+const PUBLISH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+const PUBLISH_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The DNS resolver of every endpoint and of resolve: the system's
+/// nameservers only, never the public resolvers iroh-dns would otherwise
+/// fall back to (FallbackMode::Never). It resolves only the host names of
+/// the relay and pkarr relay URLs the caller gives.
+fn dns_resolver() -> DnsResolver {
+    DnsResolver::builder()
+        .with_system_defaults()
+        .with_fallback_mode(FallbackMode::Never)
+        .build()
+}
+
 /// Binds an endpoint on bind (one IP transport) with everything that would
-/// reach another address on its own turned off, except relay: with one, the
-/// endpoint uses that relay alone (RelayMode::Custom) and sends its net
-/// reports' HTTPS latency probes to it (without them no home relay is
-/// chosen); without one, relays are disabled and no probe is sent.
-async fn bind_endpoint(bind: SocketAddr, relay: Option<RelayUrl>) -> Result<Endpoint> {
+/// reach another address on its own turned off, except relay and
+/// discovery. With a relay, the endpoint uses that relay alone
+/// (RelayMode::Custom) and sends its net reports' HTTPS latency probes to it
+/// (without them no home relay is chosen); without one, relays are disabled
+/// and no probe is sent. With a discovery URL, the endpoint publishes its
+/// id, relay and bound address (AddrFilter::unfiltered: iroh's default
+/// publishes only the relay) as a signed pkarr packet to that pkarr relay
+/// alone, whenever they change and every 5 minutes (iroh's
+/// DEFAULT_REPUBLISH_INTERVAL); it resolves nothing.
+async fn bind_endpoint(
+    bind: SocketAddr,
+    relay: Option<RelayUrl>,
+    discovery: Option<Url>,
+) -> Result<Endpoint> {
     let (mode, report) = match relay {
         Some(u) => {
             let mut c = NetReportConfig::minimal();
@@ -75,10 +111,14 @@ async fn bind_endpoint(bind: SocketAddr, relay: Option<RelayUrl>) -> Result<Endp
         }
         None => (RelayMode::Disabled, NetReportConfig::minimal()),
     };
-    Endpoint::builder(presets::Minimal)
+    let mut b = Endpoint::builder(presets::Minimal)
         .relay_mode(mode)
         .clear_address_lookup()
-        .clear_ip_transports()
+        .dns_resolver(dns_resolver());
+    if let Some(u) = discovery {
+        b = b.address_lookup(PkarrPublisher::builder(u).addr_filter(AddrFilter::unfiltered()));
+    }
+    b.clear_ip_transports()
         .bind_addr(bind)
         .map_err(|e| Error::new(E_INTERNAL, format!("endpoint address: {e}")))?
         .portmapper_config(PortmapperConfig::Disabled)
@@ -89,13 +129,17 @@ async fn bind_endpoint(bind: SocketAddr, relay: Option<RelayUrl>) -> Result<Endp
 }
 
 impl Net {
-    /// The store's endpoint, bound to bind (with relay, if any) by the first
+    /// The store's endpoint, bound to bind (with relay, if any, and
+    /// publishing to discovery's pkarr relay, if Some(Some)) by the first
     /// call. A later call that needs another binding (want says whether the
-    /// bound one will do) or another relay fails: a store has one endpoint.
+    /// bound one will do) or another relay fails: a store has one endpoint;
+    /// so does a later call whose discovery is Some and differs (a fetch
+    /// passes None: it does not care whether the endpoint publishes).
     async fn endpoint(
         &mut self,
         bind: SocketAddr,
         relay: Option<&RelayUrl>,
+        discovery: Option<Option<&Url>>,
         want: impl Fn(SocketAddr) -> bool,
     ) -> Result<Endpoint> {
         if self.closed {
@@ -112,6 +156,18 @@ impl Net {
                     ),
                 ));
             }
+            if let Some(d) = discovery {
+                if self.discovery.as_ref() != d {
+                    return Err(Error::new(
+                        E_INVALID,
+                        format!(
+                            "the store's endpoint is already bound with discovery {}, not {}",
+                            url_name(self.discovery.as_ref()),
+                            url_name(d)
+                        ),
+                    ));
+                }
+            }
             if !want(bound) {
                 return Err(Error::new(
                     E_INVALID,
@@ -120,10 +176,12 @@ impl Net {
             }
             return Ok(ep.clone());
         }
-        let ep = bind_endpoint(bind, relay.cloned()).await?;
+        let discovery = discovery.flatten().cloned();
+        let ep = bind_endpoint(bind, relay.cloned(), discovery.clone()).await?;
         self.endpoint = Some(ep.clone());
         self.bound = Some(bind);
         self.relay = relay.cloned();
+        self.discovery = discovery;
         Ok(ep)
     }
 
@@ -161,6 +219,38 @@ impl Net {
 /// A relay, or "none", in a message.
 fn relay_name(r: Option<&RelayUrl>) -> String {
     r.map_or_else(|| "none".to_string(), |u| u.to_string())
+}
+
+/// A URL, or "none", in a message.
+fn url_name(u: Option<&Url>) -> String {
+    u.map_or_else(|| "none".to_string(), |u| u.to_string())
+}
+
+/// Parses a discovery URL (empty: none): the http(s) URL of a pkarr relay
+/// (iroh-dns-server serves one at /pkarr), to which "/<endpoint id in
+/// z-base-32>" is appended. It must name a host, and no query, fragment or
+/// user info.
+pub(crate) fn parse_discovery(s: &str) -> Result<Option<Url>> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let u: Url = s
+        .parse()
+        .map_err(|e| Error::new(E_INVALID, format!("discovery URL {s:?}: {e}")))?;
+    if !matches!(u.scheme(), "http" | "https")
+        || u.host_str().is_none_or(str::is_empty)
+        || u.cannot_be_a_base()
+        || u.query().is_some()
+        || u.fragment().is_some()
+        || !u.username().is_empty()
+        || u.password().is_some()
+    {
+        return Err(Error::new(
+            E_INVALID,
+            format!("discovery URL {s:?}: want http(s)://HOST[:PORT][/PATH]"),
+        ));
+    }
+    Ok(Some(u))
 }
 
 /// Parses serve's relay URL (empty: none). Only http and https URLs with a
@@ -231,9 +321,16 @@ pub(crate) fn parse_addr(s: &str) -> Result<EndpointAddr> {
     } else {
         return Err(Error::new(
             E_INVALID,
-            "address: want <id>@<ip>:<port>, an endpoint ticket or a blob ticket",
+            "address: want <id>@<ip>:<port>, an endpoint ticket or a blob ticket (an endpoint id alone must first be resolved through a discovery URL)",
         ));
     };
+    check_addr(addr)
+}
+
+/// The checks of parse_addr, on an address however it was learnt (a
+/// ticket, or a discovery record): at most one relay, http(s); at least one
+/// IP address or a relay; no IP address that cannot be dialled.
+fn check_addr(addr: EndpointAddr) -> Result<EndpointAddr> {
     let ips: Vec<SocketAddr> = addr.ip_addrs().copied().collect();
     let relays: Vec<RelayUrl> = addr.relay_urls().cloned().collect();
     if relays.len() > 1 {
@@ -255,6 +352,15 @@ pub(crate) fn parse_addr(s: &str) -> Result<EndpointAddr> {
             .map(iroh::TransportAddr::Ip)
             .chain(relays.into_iter().map(iroh::TransportAddr::Relay)),
     ))
+}
+
+/// The endpoint id (hex) of a peer's address, in any form parse_addr
+/// takes, or of an endpoint id alone.
+pub(crate) fn endpoint_id(s: &str) -> Result<String> {
+    if let Ok(id) = s.trim().parse::<PublicKey>() {
+        return Ok(id.to_string());
+    }
+    Ok(parse_addr(s)?.id.to_string())
 }
 
 /// The endpoint ticket ("endpoint…") of a peer's address, in any form
@@ -352,7 +458,12 @@ fn allow_events(allow: Allow) -> EventSender {
 /// the address "<endpoint id>@<ip>:<port>" of the endpoint bound to bind,
 /// or, with a relay, its endpoint ticket naming the relay and that address
 /// (the first form cannot carry a relay), once the endpoint is connected
-/// to the relay (E_NETWORK if not within RELAY_ONLINE_TIMEOUT).
+/// to the relay (E_NETWORK if not within RELAY_ONLINE_TIMEOUT). With a
+/// discovery URL, the endpoint publishes itself to that pkarr relay
+/// (bind_endpoint), and the first serve returns only once the relay gives
+/// back a record naming that address (and relay): E_NETWORK if not within
+/// PUBLISH_TIMEOUT (a later call, which only replaces the allow-list, does
+/// not ask the pkarr relay again).
 /// With allow, only those blobs are served (allow_events). A later call
 /// replaces the allow-list, at once; whether the router serves every blob
 /// or only those allowed is fixed by the first call (a later call that
@@ -361,13 +472,17 @@ pub(crate) async fn serve(
     s: &Store,
     bind: SocketAddr,
     relay: Option<RelayUrl>,
+    discovery: Option<Url>,
     allow: Option<HashSet<Hash>>,
 ) -> Result<String> {
     let mut net = s.net.lock().await;
     let ep = net
-        .endpoint(bind, relay.as_ref(), |b| b.ip() == bind.ip() && (bind.port() == 0 || b.port() == bind.port()))
+        .endpoint(bind, relay.as_ref(), Some(discovery.as_ref()), |b| {
+            b.ip() == bind.ip() && (bind.port() == 0 || b.port() == bind.port())
+        })
         .await?;
-    if net.router.is_some() {
+    let first = net.router.is_none();
+    if !first {
         match (&net.allow, allow) {
             (None, None) => {}
             (Some(a), Some(new)) => *a.write().unwrap_or_else(|e| e.into_inner()) = new,
@@ -388,19 +503,95 @@ pub(crate) async fn serve(
         net.router = Some(router);
     }
     let sa = bound_addr(&ep, bind.ip())?;
+    let mut addr = EndpointAddr::new(ep.id()).with_ip_addr(sa);
+    if let Some(u) = &relay {
+        if tokio::time::timeout(RELAY_ONLINE_TIMEOUT, ep.online()).await.is_err() {
+            return Err(Error::new(
+                E_NETWORK,
+                format!("no connection to the relay {u} within {RELAY_ONLINE_TIMEOUT:?}"),
+            ));
+        }
+        addr = addr.with_relay_url(u.clone());
+    }
+    if let (true, Some(u)) = (first, &discovery) {
+        await_published(&ep, u, &addr).await?;
+    }
     match relay {
         None => Ok(format!("{}@{}", ep.id(), sa)),
-        Some(u) => {
-            if tokio::time::timeout(RELAY_ONLINE_TIMEOUT, ep.online()).await.is_err() {
-                return Err(Error::new(
-                    E_NETWORK,
-                    format!("no connection to the relay {u} within {RELAY_ONLINE_TIMEOUT:?}"),
-                ));
-            }
-            let addr = EndpointAddr::new(ep.id()).with_ip_addr(sa).with_relay_url(u);
-            Ok(EndpointTicket::new(addr).encode_string())
-        }
+        Some(_) => Ok(EndpointTicket::new(addr).encode_string()),
     }
+}
+
+/// Waits until the pkarr relay at url gives back the endpoint's signed
+/// record naming every address of want, looking every PUBLISH_POLL;
+/// E_NETWORK (with the last failure) if not within PUBLISH_TIMEOUT.
+async fn await_published(ep: &Endpoint, url: &Url, want: &EndpointAddr) -> Result<()> {
+    let dns = ep
+        .dns_resolver()
+        .map_err(|e| Error::new(E_INVALID, format!("endpoint: {e}")))?
+        .clone();
+    let client = PkarrRelayClient::new(url.clone(), ep.tls_config().clone(), dns);
+    let deadline = tokio::time::Instant::now() + PUBLISH_TIMEOUT;
+    loop {
+        let last = match client.resolve(ep.id()).await {
+            Ok(p) => match EndpointInfo::from_pkarr_signed_packet(&p) {
+                Ok(info) => {
+                    let got = info.into_endpoint_addr();
+                    if want.addrs.iter().all(|a| got.addrs.contains(a)) {
+                        return Ok(());
+                    }
+                    format!("its record names {:?}", got.addrs)
+                }
+                Err(e) => format!("its record: {e}"),
+            },
+            Err(e) => format!("{e:#}"),
+        };
+        if tokio::time::Instant::now() + PUBLISH_POLL > deadline {
+            return Err(Error::new(
+                E_NETWORK,
+                format!("discovery: the pkarr relay {url} did not give back this node's record within {PUBLISH_TIMEOUT:?}: {last}"),
+            ));
+        }
+        tokio::time::sleep(PUBLISH_POLL).await;
+    }
+}
+
+/// Resolves the endpoint id id (hex, as serve prints it)
+/// through the pkarr relay at url: one HTTP GET of <url>/<id in z-base-32>,
+/// whose answer must be a packet signed by id's key (iroh checks the
+/// signature), and returns the endpoint ticket of the addresses it names
+/// (checked as a ticket's are: at most one relay, at least one address
+/// that can be dialled). The relay operator can withhold or replay an old
+/// record, not forge one; and a connection to these addresses still proves
+/// the peer holds id's key (QUIC/TLS with raw public keys), and every byte
+/// fetched is still verified against its hash. A relay that cannot be
+/// reached, or has no record of id, is E_NETWORK (iroh's error does not
+/// tell the two apart); a record naming no address, E_NOT_FOUND.
+pub(crate) async fn resolve(id: &str, url: Url) -> Result<String> {
+    let id: PublicKey = id
+        .trim()
+        .parse()
+        .map_err(|e| Error::new(E_INVALID, format!("endpoint id {id:?}: {e}")))?;
+    let tls = CaTlsConfig::default()
+        .client_config(iroh::tls::default_provider())
+        .map_err(|e| Error::new(E_INTERNAL, format!("TLS configuration: {e}")))?;
+    let client = PkarrRelayClient::new(url.clone(), tls, dns_resolver());
+    let packet = client
+        .resolve(id)
+        .await
+        .map_err(|e| Error::new(E_NETWORK, format!("discovery: looking up {id} at {url} (no record of it there, or the pkarr relay could not be reached): {e:#}")))?;
+    let info = EndpointInfo::from_pkarr_signed_packet(&packet)
+        .map_err(|e| Error::new(E_NETWORK, format!("discovery: the record of {id} at {url}: {e}")))?;
+    let addrs = info.into_endpoint_addr().addrs;
+    if addrs.is_empty() {
+        return Err(Error::new(
+            E_NOT_FOUND,
+            format!("discovery: the record of {id} at {url} names no address"),
+        ));
+    }
+    let addr = check_addr(EndpointAddr::new(id).with_addrs(addrs))
+        .map_err(|e| Error::new(e.code, format!("discovery: the record of {id} at {url}: {}", e.msg)))?;
+    Ok(EndpointTicket::new(addr).encode_string())
 }
 
 /// A connection to the node at addr: a cached one, or a new one from this
@@ -415,7 +606,7 @@ async fn connection(s: &Store, addr: &EndpointAddr) -> Result<Connection> {
     let bind = fetch_bind(addr);
     let relay = addr_relay(addr);
     let ep = net
-        .endpoint(bind, relay.as_ref(), |b| bind.ip().is_loopback() || !b.ip().is_loopback())
+        .endpoint(bind, relay.as_ref(), None, |b| bind.ip().is_loopback() || !b.ip().is_loopback())
         .await?;
     let c = ep
         .connect(addr.clone(), iroh_blobs::ALPN)
