@@ -868,3 +868,69 @@ func TestServeAllowList(t *testing.T) {
 		t.Errorf("fetch from a node with an empty allow-list: %v, want blobs.ErrNotFound", err)
 	}
 }
+
+// TestRemoteCorruptSparesOthers: a get of a range the serving node holds
+// damaged fails, but a get of another blob running at the same time on
+// the same connection completes: the failed get must not close the
+// connection under it (which reported the healthy blob as the one the
+// peer failed to read: a flaky TestIrohSQL named the wrong object).
+func TestRemoteCorruptSparesOthers(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dirA := t.TempDir()
+	a := openStore(t, dirA)
+	bad := randBytes(601, 512<<10)
+	badID, err := a.ImportBytes(ctx, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := randBytes(602, 24<<20)
+	goodID, err := a.ImportBytes(ctx, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const off = 10*group + 5
+	a = corrupt(t, dirA, a, badID, off)
+	addr, err := a.Serve(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openStore(t, t.TempDir())
+	// The last group proves A has the damaged blob (so its failures read
+	// as ErrRemote, not as not found).
+	if _, err := b.Fetch(ctx, addr, badID, uint64(len(bad)), 1); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Fetch(ctx, addr, goodID, 0, uint64(len(good)))
+		done <- err
+	}()
+	failures := 0
+	for i := 0; i < 500; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("fetch of the healthy blob, with %d failed gets of the damaged one beside it: %v", failures, err)
+			}
+			if failures == 0 {
+				t.Fatal("no get of the damaged blob failed while the healthy one was fetched: the test proves nothing")
+			}
+			t.Logf("healthy blob fetched whole beside %d failed gets of the damaged one", failures)
+			got := readAll(t)(b.Slice(ctx, goodID, 0, uint64(len(good))))
+			if w := wantSlice(t, good, 0, uint64(len(good))); !bytes.Equal(got, w) {
+				t.Fatal("the healthy blob's slice differs")
+			}
+			return
+		default:
+		}
+		if _, err := b.Fetch(ctx, addr, badID, off, 100); !errors.Is(err, ErrRemote) {
+			t.Fatalf("fetch of the damaged range: %v, want ErrRemote", err)
+		}
+		failures++
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("fetch of the healthy blob: %v", err)
+	}
+	t.Fatal("the healthy blob took longer than 500 failed gets: the test proves nothing")
+}

@@ -48,8 +48,8 @@ use std::{
 
 use args::{bytes, give, group_ranges, hash_arg, import_args, out_arg, store_ref, string};
 use errors::{guard, Error};
-use iroh_blobs::Hash;
 use export::{export_bao, lock_export, verified_size, Export, EXPORT_CHANNEL_ITEMS};
+use iroh_blobs::Hash;
 use runtime::{block_on, block_on_timeout, runtime};
 use store::Store;
 
@@ -535,7 +535,9 @@ pub unsafe extern "C" fn sop_iroh_resolve(
     guard(err, err_cap, || {
         let id = string(id, id_len, "endpoint id")?;
         let url = net::parse_discovery(&string(discovery, discovery_len, "discovery URL")?)?
-            .ok_or_else(|| Error::new(E_INVALID, "resolving an endpoint id needs a discovery URL"))?;
+            .ok_or_else(|| {
+                Error::new(E_INVALID, "resolving an endpoint id needs a discovery URL")
+            })?;
         let t = block_on_timeout(timeout_ms, net::resolve(&id, url))?;
         give(t.into_bytes(), out_ptr, out_len)
     })

@@ -22,8 +22,8 @@ use iroh::{
     dns::{DnsResolver, FallbackMode},
     endpoint::{presets, Connection, PortmapperConfig},
     endpoint_info::EndpointInfo,
-    tls::CaTlsConfig,
     protocol::{AcceptError, ProtocolHandler, Router},
+    tls::CaTlsConfig,
     Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode, RelayUrl,
 };
 use iroh_blobs::{
@@ -263,7 +263,10 @@ pub(crate) fn parse_relay(s: &str) -> Result<Option<RelayUrl>> {
         .parse()
         .map_err(|e| Error::new(E_INVALID, format!("relay URL {s:?}: {e}")))?;
     if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) {
-        return Err(Error::new(E_INVALID, format!("relay URL {s:?}: want http(s)://HOST[:PORT]")));
+        return Err(Error::new(
+            E_INVALID,
+            format!("relay URL {s:?}: want http(s)://HOST[:PORT]"),
+        ));
     }
     Ok(Some(u))
 }
@@ -340,11 +343,17 @@ fn check_addr(addr: EndpointAddr) -> Result<EndpointAddr> {
         parse_relay(r.as_str())?;
     }
     if ips.is_empty() && relays.is_empty() {
-        return Err(Error::new(E_INVALID, "address: names no IP address and no relay"));
+        return Err(Error::new(
+            E_INVALID,
+            "address: names no IP address and no relay",
+        ));
     }
     for sa in &ips {
         if sa.ip().is_unspecified() || sa.ip().is_multicast() || sa.port() == 0 {
-            return Err(Error::new(E_INVALID, format!("address: {sa} cannot be dialled")));
+            return Err(Error::new(
+                E_INVALID,
+                format!("address: {sa} cannot be dialled"),
+            ));
         }
     }
     Ok(EndpointAddr::new(addr.id).with_addrs(
@@ -407,9 +416,12 @@ pub(crate) fn parse_bind(s: &str) -> Result<SocketAddr> {
     if s.is_empty() {
         return Ok(LOOPBACK);
     }
-    let sa: SocketAddr = s
-        .parse()
-        .map_err(|e| Error::new(E_INVALID, format!("bind address {s:?}: {e} (want <ip>:<port>)")))?;
+    let sa: SocketAddr = s.parse().map_err(|e| {
+        Error::new(
+            E_INVALID,
+            format!("bind address {s:?}: {e} (want <ip>:<port>)"),
+        )
+    })?;
     if sa.ip().is_unspecified() || sa.ip().is_multicast() {
         return Err(Error::new(
             E_INVALID,
@@ -434,7 +446,13 @@ fn allow_events(allow: Allow) -> EventSender {
     };
     let (sender, mut rx) = EventSender::channel(64, mask);
     tokio::spawn(async move {
-        let verdict = |ok: bool| if ok { Ok(()) } else { Err(AbortReason::Permission) };
+        let verdict = |ok: bool| {
+            if ok {
+                Ok(())
+            } else {
+                Err(AbortReason::Permission)
+            }
+        };
         let allowed = |h: &Hash| allow.read().unwrap_or_else(|e| e.into_inner()).contains(h);
         while let Some(msg) = rx.recv().await {
             match msg {
@@ -505,7 +523,10 @@ pub(crate) async fn serve(
     let sa = bound_addr(&ep, bind.ip())?;
     let mut addr = EndpointAddr::new(ep.id()).with_ip_addr(sa);
     if let Some(u) = &relay {
-        if tokio::time::timeout(RELAY_ONLINE_TIMEOUT, ep.online()).await.is_err() {
+        if tokio::time::timeout(RELAY_ONLINE_TIMEOUT, ep.online())
+            .await
+            .is_err()
+        {
             return Err(Error::new(
                 E_NETWORK,
                 format!("no connection to the relay {u} within {RELAY_ONLINE_TIMEOUT:?}"),
@@ -580,8 +601,12 @@ pub(crate) async fn resolve(id: &str, url: Url) -> Result<String> {
         .resolve(id)
         .await
         .map_err(|e| Error::new(E_NETWORK, format!("discovery: looking up {id} at {url} (no record of it there, or the pkarr relay could not be reached): {e:#}")))?;
-    let info = EndpointInfo::from_pkarr_signed_packet(&packet)
-        .map_err(|e| Error::new(E_NETWORK, format!("discovery: the record of {id} at {url}: {e}")))?;
+    let info = EndpointInfo::from_pkarr_signed_packet(&packet).map_err(|e| {
+        Error::new(
+            E_NETWORK,
+            format!("discovery: the record of {id} at {url}: {e}"),
+        )
+    })?;
     let addrs = info.into_endpoint_addr().addrs;
     if addrs.is_empty() {
         return Err(Error::new(
@@ -589,8 +614,12 @@ pub(crate) async fn resolve(id: &str, url: Url) -> Result<String> {
             format!("discovery: the record of {id} at {url} names no address"),
         ));
     }
-    let addr = check_addr(EndpointAddr::new(id).with_addrs(addrs))
-        .map_err(|e| Error::new(e.code, format!("discovery: the record of {id} at {url}: {}", e.msg)))?;
+    let addr = check_addr(EndpointAddr::new(id).with_addrs(addrs)).map_err(|e| {
+        Error::new(
+            e.code,
+            format!("discovery: the record of {id} at {url}: {}", e.msg),
+        )
+    })?;
     Ok(EndpointTicket::new(addr).encode_string())
 }
 
@@ -606,7 +635,9 @@ async fn connection(s: &Store, addr: &EndpointAddr) -> Result<Connection> {
     let bind = fetch_bind(addr);
     let relay = addr_relay(addr);
     let ep = net
-        .endpoint(bind, relay.as_ref(), None, |b| bind.ip().is_loopback() || !b.ip().is_loopback())
+        .endpoint(bind, relay.as_ref(), None, |b| {
+            bind.ip().is_loopback() || !b.ip().is_loopback()
+        })
         .await?;
     let c = ep
         .connect(addr.clone(), iroh_blobs::ALPN)
@@ -619,13 +650,18 @@ async fn connection(s: &Store, addr: &EndpointAddr) -> Result<Connection> {
 /// Runs one get request on the connection to addr and returns the bytes read.
 async fn get(s: &Store, addr: &EndpointAddr, req: GetRequest) -> Result<u64> {
     let conn = connection(s, addr).await?;
+    let id = conn.stable_id();
     match s.fs.remote().execute_get(conn, req).complete().await {
         Ok(stats) => Ok(stats.total_bytes_read()),
         Err(e) => {
-            // Do not reuse a connection that failed mid-request.
+            // Do not reuse a connection that failed mid-request; but do not
+            // close it either: other gets on it (other objects, fetched
+            // concurrently) would fail with this one, reported against an
+            // object the peer serves well. It closes once the last get
+            // using it drops it.
             let mut net = s.net.lock().await;
-            if let Some(c) = net.conns.remove(&addr.id) {
-                c.close(0u32.into(), b"get failed");
+            if net.conns.get(&addr.id).is_some_and(|c| c.stable_id() == id) {
+                net.conns.remove(&addr.id);
             }
             Err(map_get_error(e))
         }

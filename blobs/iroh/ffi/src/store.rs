@@ -208,7 +208,10 @@ impl Store {
     /// stay inline.
     pub(crate) fn open(dir: &Path, flags: u32) -> Result<Self> {
         if flags & !OPEN_DELETE != 0 {
-            return Err(Error::new(E_INVALID, format!("unknown open flags {flags:#x}")));
+            return Err(Error::new(
+                E_INVALID,
+                format!("unknown open flags {flags:#x}"),
+            ));
         }
         let gc = (flags & OPEN_DELETE != 0).then(Gc::new);
         let mut opts = Options::new(dir);
@@ -236,7 +239,12 @@ impl Store {
     /// order.
     pub(crate) async fn tagged(&self, prefix: &[u8]) -> Result<Vec<Hash>> {
         let io = |e: &dyn std::fmt::Display| Error::new(E_IO, format!("listing tags: {e}"));
-        let mut tags = self.fs.tags().list_prefix(prefix).await.map_err(|e| io(&e))?;
+        let mut tags = self
+            .fs
+            .tags()
+            .list_prefix(prefix)
+            .await
+            .map_err(|e| io(&e))?;
         let mut out = BTreeSet::new();
         while let Some(t) = tags.next().await {
             out.insert(t.map_err(|e| io(&e))?.hash);
@@ -252,7 +260,10 @@ impl Store {
     /// OPEN_DELETE.
     pub(crate) async fn delete(&self, hashes: &[Hash]) -> Result<()> {
         let gc = self.gc.as_ref().ok_or_else(|| {
-            Error::new(E_INVALID, "the store was not opened for deleting (SOP_IROH_OPEN_DELETE)")
+            Error::new(
+                E_INVALID,
+                "the store was not opened for deleting (SOP_IROH_OPEN_DELETE)",
+            )
         })?;
         self.net.lock().await.forget(hashes);
         let want: HashSet<Hash> = hashes.iter().copied().collect();
