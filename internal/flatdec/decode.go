@@ -460,10 +460,16 @@ func (d *Decoder) dataPage(p page) error {
 	if p.encoding == encPlain {
 		d.vals = b
 	} else {
-		if len(b) < 1 || b[0] > 32 {
-			return fmt.Errorf("%w: dictionary indices without their bit width, or wider than 32 bits", ErrFormat)
+		switch {
+		case len(b) == 0:
+			// No index, not even the bit width: a page of nulls (as
+			// arrow-go reads it). Reading an index fails.
+			d.idx.init(nil, 0)
+		case b[0] > 32:
+			return fmt.Errorf("%w: dictionary indices wider than 32 bits", ErrFormat)
+		default:
+			d.idx.init(b[1:], int(b[0]))
 		}
-		d.idx.init(b[1:], int(b[0]))
 	}
 	d.pageLeft = p.numValues
 	return nil
