@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/internal/flatdec"
 )
 
 // The memory of a parallel scan (see WithParallelism). Its row groups in
@@ -129,6 +130,22 @@ func (w *workerMem) untrack(buf []byte) {
 func (w *workerMem) Allocate(n int) []byte {
 	counted := w.charge(n)
 	buf := w.mem.Allocate(n)
+	if counted {
+		w.track(buf, n)
+	}
+	return buf
+}
+
+// AllocateUncleared is Allocate of a buffer flatdec overwrites whole
+// (flatdec.UnclearedAllocator).
+func (w *workerMem) AllocateUncleared(n int) []byte {
+	counted := w.charge(n)
+	var buf []byte
+	if u, ok := w.mem.(flatdec.UnclearedAllocator); ok {
+		buf = u.AllocateUncleared(n)
+	} else {
+		buf = w.mem.Allocate(n)
+	}
 	if counted {
 		w.track(buf, n)
 	}

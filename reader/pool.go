@@ -47,6 +47,13 @@ func newBufPool(mem memory.Allocator, limit int64) *bufPool {
 
 // reuse returns a kept buffer of n bytes, cleared, or nil.
 func (p *bufPool) reuse(n int) []byte {
+	buf := p.take(n)
+	clear(buf)
+	return buf
+}
+
+// take returns a kept buffer of n bytes, as it was freed, or nil.
+func (p *bufPool) take(n int) []byte {
 	if n <= 0 {
 		return nil
 	}
@@ -61,7 +68,6 @@ func (p *bufPool) reuse(n int) []byte {
 	p.free[n] = l[:len(l)-1]
 	p.held -= int64(cap(buf))
 	p.mu.Unlock()
-	clear(buf)
 	return buf
 }
 
@@ -86,6 +92,15 @@ func (p *bufPool) evict(n int64) (out [][]byte) {
 		}
 	}
 	return out
+}
+
+// AllocateUncleared is Allocate without clearing a kept buffer, for
+// flatdec, which overwrites every byte (flatdec.UnclearedAllocator).
+func (p *bufPool) AllocateUncleared(n int) []byte {
+	if buf := p.take(n); buf != nil {
+		return buf
+	}
+	return p.mem.Allocate(n)
 }
 
 func (p *bufPool) Allocate(n int) []byte {

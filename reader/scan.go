@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/flatdec"
 	"github.com/sovm/sop-pme/internal/pqtypes"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -285,6 +286,16 @@ func (b *budget) charge(n int) {
 
 func (b *budget) Allocate(n int) []byte {
 	b.charge(n)
+	return b.mem.Allocate(n)
+}
+
+// AllocateUncleared is Allocate of a buffer flatdec overwrites whole
+// (flatdec.UnclearedAllocator): the pool's, not cleared.
+func (b *budget) AllocateUncleared(n int) []byte {
+	b.charge(n)
+	if u, ok := b.mem.(flatdec.UnclearedAllocator); ok {
+		return u.AllocateUncleared(n)
+	}
 	return b.mem.Allocate(n)
 }
 

@@ -31,11 +31,13 @@ type Decoder struct {
 	seen bool   // a data page was read
 
 	// The chunk's dictionary, once its page is read.
-	hasDict  bool
-	dictN    int
-	dictVals *memory.Buffer // fixed-width values, or BYTE_ARRAY data
-	dictOffs *memory.Buffer // BYTE_ARRAY: dictN+1 int32 offsets into dictVals
-	dictArr  arrow.ArrayData
+	hasDict   bool
+	dictN     int
+	dictFixed []byte         // fixed-width values (in dictBuf, or the chunk)
+	dictBuf   []byte         // the dictionary page decompressed
+	dictVals  *memory.Buffer // BYTE_ARRAY data
+	dictOffs  *memory.Buffer // BYTE_ARRAY: dictN+1 int32 offsets into dictVals
+	dictArr   arrow.ArrayData
 
 	// The current data page.
 	pageLeft int    // its values not yet read
@@ -75,12 +77,27 @@ func (d *Decoder) Release() {
 			*b = nil
 		}
 	}
-	d.pageBuf, d.levels, d.indices = nil, nil, nil
+	putBuf(d.pageBuf)
+	putBuf(d.dictBuf)
+	d.pageBuf, d.dictBuf, d.dictFixed, d.levels, d.indices = nil, nil, nil, nil, nil
+}
+
+// UnclearedAllocator is an allocator that can hand out a buffer without
+// clearing it first (a reused one holds what it held): the decoder
+// overwrites every byte of the buffers it asks it for.
+type UnclearedAllocator interface {
+	memory.Allocator
+	// AllocateUncleared returns a buffer of n bytes, of any contents,
+	// which Free takes back.
+	AllocateUncleared(n int) []byte
 }
 
 // buffer returns a buffer of n bytes from the allocator, whose bytes the
-// caller overwrites.
+// caller overwrites, every one.
 func (d *Decoder) buffer(n int) *memory.Buffer {
+	if u, ok := d.mem.(UnclearedAllocator); ok {
+		return memory.NewBufferWithAllocator(u.AllocateUncleared(n), d.mem)
+	}
 	b := memory.NewResizableBuffer(d.mem)
 	b.Resize(n)
 	return b
@@ -300,26 +317,34 @@ func (d *Decoder) fixed(dst []byte, m int) error {
 		d.vals = d.vals[len(dst):]
 		return nil
 	}
-	idx := scratch(&d.indices, m)
-	if err := d.idx.read(idx); err != nil {
-		return err
-	}
+	// The indices a few hundred at a time, so that they stay in the
+	// first-level cache between their decoding and the gather.
+	var buf [gatherRun]uint32
 	if d.w == 4 {
-		dict, out := u32(d.dictVals.Bytes()[:4*d.dictN]), u32(dst)
+		return gather(u32(dst), u32(d.dictFixed), &d.idx, buf[:])
+	}
+	return gather(u64(dst), u64(d.dictFixed), &d.idx, buf[:])
+}
+
+// gatherRun is how many indices gather decodes at a time.
+const gatherRun = 512
+
+// gather fills out with the dictionary values of its indices, read from
+// h, using buf for them.
+func gather[T uint32 | uint64](out, dict []T, h *hybrid, buf []uint32) error {
+	for len(out) > 0 {
+		idx := buf[:min(len(buf), len(out))]
+		if err := h.read(idx); err != nil {
+			return err
+		}
+		o := out[:len(idx)]
 		for i, v := range idx {
 			if v >= uint32(len(dict)) {
 				return fmt.Errorf("%w: dictionary index %d of %d", ErrFormat, v, len(dict))
 			}
-			out[i] = dict[v]
+			o[i] = dict[v]
 		}
-		return nil
-	}
-	dict, out := u64(d.dictVals.Bytes()[:8*d.dictN]), u64(dst)
-	for i, v := range idx {
-		if v >= uint32(len(dict)) {
-			return fmt.Errorf("%w: dictionary index %d of %d", ErrFormat, v, len(dict))
-		}
-		out[i] = dict[v]
+		out = out[len(idx):]
 	}
 	return nil
 }
@@ -480,7 +505,7 @@ func (d *Decoder) readDictionary(p page) error {
 	if p.encoding != encPlain && p.encoding != encPlainDictionary {
 		return fmt.Errorf("%w: dictionary page of encoding %d", ErrUnsupported, p.encoding)
 	}
-	b, err := decompress(d.c.Codec, p.body, p.usize, d.limit, &d.pageBuf)
+	b, err := decompress(d.c.Codec, p.body, p.usize, d.limit, &d.dictBuf)
 	if err != nil {
 		return err
 	}
@@ -489,8 +514,12 @@ func (d *Decoder) readDictionary(p page) error {
 		if n > len(b)/d.w {
 			return fmt.Errorf("%w: a dictionary of %d values in %d bytes", ErrFormat, n, len(b))
 		}
-		d.dictVals = d.buffer(max(n*d.w, 8))
-		copy(d.dictVals.Bytes(), b[:n*d.w])
+		// The values as they are, where they are: in the decompressed
+		// page (dictBuf), or the chunk itself if it is aligned for them.
+		d.dictFixed = b[:n*d.w]
+		if n > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(d.w) != 0 {
+			d.dictFixed = append(make([]byte, 0, n*d.w), d.dictFixed...)
+		}
 	} else {
 		if n > len(b)/4 {
 			return fmt.Errorf("%w: a dictionary of %d values in %d bytes", ErrFormat, n, len(b))

@@ -112,24 +112,58 @@ func (h *hybrid) unpack(out []uint32) {
 		return
 	}
 	i := 0
-	// Fast: a 64-bit load holds a value (at most 32 bits, at a shift of at
-	// most 7) while 8 bytes remain.
+	// Value by value up to a group of 8 (which starts at a byte: a group is
+	// w bytes).
+	for ; i < len(out) && (pos/w)&7 != 0; i++ {
+		out[i] = unpack1(bits, pos, mask)
+		pos += w
+	}
+	// Up to 8 bits a value, whole groups (of 8 values, w bytes) with one
+	// 64-bit load each, while 8 bytes remain.
+	for w <= 8 && len(out)-i >= 8 {
+		at := int(pos >> 3)
+		if at+8 > len(bits) {
+			break
+		}
+		v := binary.LittleEndian.Uint64(bits[at:])
+		g := (*[8]uint32)(out[i : i+8])
+		g[0] = uint32(v & mask)
+		g[1] = uint32(v >> w & mask)
+		g[2] = uint32(v >> (2 * w) & mask)
+		g[3] = uint32(v >> (3 * w) & mask)
+		g[4] = uint32(v >> (4 * w) & mask)
+		g[5] = uint32(v >> (5 * w) & mask)
+		g[6] = uint32(v >> (6 * w) & mask)
+		g[7] = uint32(v >> (7 * w) & mask)
+		pos += 8 * w
+		i += 8
+	}
+	// The rest one by one, a 64-bit load each while 8 bytes remain.
 	for ; i < len(out); i++ {
-		at := pos >> 3
-		if int(at)+8 > len(bits) {
+		at := int(pos >> 3)
+		if at+8 > len(bits) {
 			break
 		}
 		out[i] = uint32(binary.LittleEndian.Uint64(bits[at:]) >> (pos & 7) & mask)
 		pos += w
 	}
 	for ; i < len(out); i++ {
-		at := int(pos >> 3)
-		var tail [8]byte
-		if at < len(bits) {
-			copy(tail[:], bits[at:])
-		}
-		out[i] = uint32(binary.LittleEndian.Uint64(tail[:]) >> (pos & 7) & mask)
+		out[i] = unpack1(bits, pos, mask)
 		pos += w
 	}
 	h.pos = pos
+}
+
+// unpack1 returns the value at bit pos of bits (the bytes past the end
+// read as zeros).
+func unpack1(bits []byte, pos uint, mask uint64) uint32 {
+	at := int(pos >> 3)
+	if at+8 <= len(bits) {
+		return uint32(binary.LittleEndian.Uint64(bits[at:]) >> (pos & 7) & mask)
+	}
+	var tail [8]byte
+	if at < len(bits) {
+		copy(tail[:], bits[at:])
+	}
+	return uint32(binary.LittleEndian.Uint64(tail[:]) >> (pos & 7) & mask)
 }

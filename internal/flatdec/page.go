@@ -2,6 +2,7 @@ package flatdec
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -139,7 +140,8 @@ func decompress(codec compress.Compression, src []byte, size, limit int, buf *[]
 		return nil, nil
 	}
 	if cap(*buf) < size {
-		*buf = make([]byte, size)
+		putBuf(*buf)
+		*buf = getBuf(size)
 	}
 	dst := (*buf)[:size]
 	c, err := compress.GetCodec(codec)
@@ -162,4 +164,33 @@ func decodeSafely(c compress.Codec, dst, src []byte) (out []byte, err error) {
 		}
 	}()
 	return compress.Decode(c, dst, src)
+}
+
+// bufs keeps the buffers pages were decompressed into, cleared, for the
+// decoders of the next chunks: a fresh one costs what clearing does, plus
+// its page faults and the collector's work.
+var bufs sync.Pool // of *[]byte
+
+// getBuf returns a buffer of n bytes, whose bytes the caller overwrites.
+func getBuf(n int) []byte {
+	for range 2 {
+		bp, _ := bufs.Get().(*[]byte)
+		if bp == nil {
+			break
+		}
+		if cap(*bp) >= n {
+			return (*bp)[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// putBuf clears b, which holds plaintext, and keeps it for getBuf.
+func putBuf(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	b = b[:cap(b)]
+	clear(b)
+	bufs.Put(&b)
 }
