@@ -151,21 +151,19 @@ func (r *Reader) openFlat(p *flatPlan, view *plainView, rg int, mem memory.Alloc
 			f.Release()
 			return nil, nil
 		}
-		if err := flatdec.Check(c, plain); err != nil {
-			f.Release()
-			if errors.Is(err, flatdec.ErrUnsupported) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("%w: row group %d column %d: %w", ErrDecode, rg, j, err)
-		}
 		// A page may be decompressed into what the page checks allowed.
 		limit := min(pagecheck.DefaultLimit(span.Len), flatdec.MaxPageSize)
 		if view.budget != nil {
 			limit = min(view.budget.total(span.Len), flatdec.MaxPageSize)
 		}
+		// New reads the page headers (flatdec.Check): a page of a kind
+		// flatdec does not decode sends the row group to arrow-go.
 		d, err := flatdec.New(c, plain, mem, int(limit))
 		if err != nil {
 			f.Release()
+			if errors.Is(err, flatdec.ErrUnsupported) {
+				return nil, nil
+			}
 			return nil, fmt.Errorf("%w: row group %d column %d: %w", ErrDecode, rg, j, err)
 		}
 		f.decs = append(f.decs, d)

@@ -26,38 +26,40 @@ type Decoder struct {
 	w     int  // the byte width of a fixed-width value, or 0
 	dict  bool // the arrays are dictionary arrays
 
-	rest []byte // the pages not yet read
-	left int64  // the values not yet read
-	seen bool   // a data page was read
+	pages []page // the pages not yet read
+	left  int64  // the values not yet read
+	seen  bool   // a data page was read
 
 	// The chunk's dictionary, once its page is read.
 	hasDict   bool
 	dictN     int
 	dictFixed []byte         // fixed-width values (in dictBuf, or the chunk)
-	dictBuf   []byte         // the dictionary page decompressed
+	dictBuf   pageBuffer     // the dictionary page decompressed
 	dictVals  *memory.Buffer // BYTE_ARRAY data
 	dictOffs  *memory.Buffer // BYTE_ARRAY: dictN+1 int32 offsets into dictVals
 	dictArr   arrow.ArrayData
 
 	// The current data page.
-	pageLeft int    // its values not yet read
-	defs     hybrid // its definition levels (MaxDef 1)
-	enc      int32  // its values' encoding
-	vals     []byte // PLAIN: the values not yet read
-	idx      hybrid // dictionary-encoded: the indices
-	pageBuf  []byte // decompressed pages
+	pageLeft int        // its values not yet read
+	defs     hybrid     // its definition levels (MaxDef 1)
+	enc      int32      // its values' encoding
+	vals     []byte     // PLAIN: the values not yet read
+	idx      hybrid     // dictionary-encoded: the indices
+	pageBuf  pageBuffer // decompressed pages
 	levels   []uint32
 	indices  []uint32
 }
 
 // New returns a Decoder of chunk, the plaintext of a chunk of column c,
-// which Check has accepted. Its arrays' buffers come from mem; limit
-// bounds, in bytes, a page's decompressed size and dictionary.
+// having read its page headers: its error is Check's. Its arrays' buffers
+// come from mem; limit bounds, in bytes, a page's decompressed size and
+// dictionary.
 func New(c Column, chunk []byte, mem memory.Allocator, limit int) (*Decoder, error) {
-	if err := Supported(c); err != nil {
+	ps, err := pages(c, chunk)
+	if err != nil {
 		return nil, err
 	}
-	return &Decoder{c: c, mem: mem, limit: limit, w: width(c.Physical), dict: dictOut(c), rest: chunk, left: c.Values}, nil
+	return &Decoder{c: c, mem: mem, limit: limit, w: width(c.Physical), dict: dictOut(c), pages: ps, left: c.Values}, nil
 }
 
 // Left returns the values not yet read.
@@ -77,9 +79,10 @@ func (d *Decoder) Release() {
 			*b = nil
 		}
 	}
-	putBuf(d.pageBuf)
-	putBuf(d.dictBuf)
-	d.pageBuf, d.dictBuf, d.dictFixed, d.levels, d.indices = nil, nil, nil, nil, nil
+	d.pages = nil
+	d.pageBuf.release()
+	d.dictBuf.release()
+	d.dictFixed, d.levels, d.indices = nil, nil, nil
 }
 
 // UnclearedAllocator is an allocator that can hand out a buffer without
@@ -423,14 +426,11 @@ func (d *Decoder) byteArrays(o *output, at, k, m int, levels []uint32) error {
 // nextPage reads the next page: the dictionary, or a data page whose
 // values become the current page's.
 func (d *Decoder) nextPage() error {
-	if len(d.rest) == 0 {
+	if len(d.pages) == 0 {
 		return fmt.Errorf("%w: the pages end %d values short of the chunk's", ErrFormat, d.left)
 	}
-	p, rest, err := parsePage(d.rest)
-	if err != nil {
-		return err
-	}
-	d.rest = rest
+	p := d.pages[0]
+	d.pages = d.pages[1:]
 	switch p.typ {
 	case pageDictionary:
 		if d.seen || d.hasDict {

@@ -139,32 +139,40 @@ func dictOut(c Column) bool { return c.Type.ID() == arrow.DICTIONARY }
 // A chunk that passes may still fail to decode (ErrFormat) if its page
 // bodies are malformed.
 func Check(c Column, chunk []byte) error {
+	_, err := pages(c, chunk)
+	return err
+}
+
+// pages returns the pages of chunk, which Check describes.
+func pages(c Column, chunk []byte) ([]page, error) {
 	if err := Supported(c); err != nil {
-		return err
+		return nil, err
 	}
+	var out []page
 	dict := false
 	for n := 0; len(chunk) > 0; n++ {
 		p, rest, err := parsePage(chunk)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		out = append(out, p)
 		chunk = rest
 		switch p.typ {
 		case pageDictionary:
 			if n != 0 {
-				return fmt.Errorf("%w: a dictionary page that is not the chunk's first", ErrFormat)
+				return nil, fmt.Errorf("%w: a dictionary page that is not the chunk's first", ErrFormat)
 			}
 			if p.encoding != encPlain && p.encoding != encPlainDictionary {
-				return fmt.Errorf("%w: dictionary page of encoding %d", ErrUnsupported, p.encoding)
+				return nil, fmt.Errorf("%w: dictionary page of encoding %d", ErrUnsupported, p.encoding)
 			}
 			dict = true
 		case pageData, pageDataV2:
 			if err := checkData(c, p, dict); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // checkData checks that data page p of column c is of a kind the package

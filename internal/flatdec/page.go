@@ -118,9 +118,26 @@ func parsePage(b []byte) (p page, rest []byte, err error) {
 	return p, rest, nil
 }
 
+// pageBuffer is a buffer pages are decompressed into, and how much of it
+// they used: what putBuf clears.
+type pageBuffer struct {
+	b    []byte
+	used int
+}
+
+// release clears what s holds and gives its buffer back to bufs.
+func (s *pageBuffer) release() {
+	if cap(s.b) > 0 {
+		clear(s.b[:s.used])
+		b := s.b[:cap(s.b)]
+		bufs.Put(&b)
+	}
+	*s = pageBuffer{}
+}
+
 // decompress returns src, compressed with codec, decompressed into buf
 // (grown if need be), which must come to size bytes, at most limit.
-func decompress(codec compress.Compression, src []byte, size, limit int, buf *[]byte) ([]byte, error) {
+func decompress(codec compress.Compression, src []byte, size, limit int, buf *pageBuffer) ([]byte, error) {
 	if codec == compress.Codecs.Uncompressed {
 		if len(src) != size {
 			return nil, fmt.Errorf("%w: an uncompressed page of %d bytes claims %d", ErrFormat, len(src), size)
@@ -139,11 +156,14 @@ func decompress(codec compress.Compression, src []byte, size, limit int, buf *[]
 	if size == 0 {
 		return nil, nil
 	}
-	if cap(*buf) < size {
-		putBuf(*buf)
-		*buf = getBuf(size)
+	if cap(buf.b) < size {
+		buf.release()
+		buf.b = getBuf(size)
 	}
-	dst := (*buf)[:size]
+	buf.used = max(buf.used, size)
+	// Capacity size: a codec that writes more (zstd appends) writes it
+	// elsewhere, which the check below refuses.
+	dst := buf.b[:size:size]
 	c, err := compress.GetCodec(codec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
@@ -166,9 +186,9 @@ func decodeSafely(c compress.Codec, dst, src []byte) (out []byte, err error) {
 	return compress.Decode(c, dst, src)
 }
 
-// bufs keeps the buffers pages were decompressed into, cleared, for the
-// decoders of the next chunks: a fresh one costs what clearing does, plus
-// its page faults and the collector's work.
+// bufs keeps the buffers pages were decompressed into, cleared (every
+// byte zero), for the decoders of the next chunks: a fresh one costs what
+// clearing does, plus its page faults and the collector's work.
 var bufs sync.Pool // of *[]byte
 
 // getBuf returns a buffer of n bytes, whose bytes the caller overwrites.
@@ -183,14 +203,4 @@ func getBuf(n int) []byte {
 		}
 	}
 	return make([]byte, n)
-}
-
-// putBuf clears b, which holds plaintext, and keeps it for getBuf.
-func putBuf(b []byte) {
-	if cap(b) == 0 {
-		return
-	}
-	b = b[:cap(b)]
-	clear(b)
-	bufs.Put(&b)
 }
