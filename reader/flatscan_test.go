@@ -1,6 +1,7 @@
 package reader_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -158,17 +162,20 @@ func TestFlatScan(t *testing.T) {
 					for _, c := range []struct {
 						name string
 						opts []reader.ScanOption
-						flat bool
+						flat int // 1: row groups by the fast path, 0: none, -1: either
 					}{
-						{"all", nil, false},
-						{"decimal", []reader.ScanOption{reader.WithFields(append(noBool, fieldID(t, r.Schema().Field(6)))...), reader.WithNarrowDecimals()}, false},
-						{"flat", []reader.ScanOption{reader.WithFields(noBool...)}, true},
-						{"one", []reader.ScanOption{reader.WithFields(noBool[3])}, true},
-						{"dict", []reader.ScanOption{reader.WithFields(noBool...), reader.WithDictionaries()}, true},
-						{"narrow", []reader.ScanOption{reader.WithFields(noBool...), reader.WithNarrowDecimals(), reader.WithDictionaries()}, true},
-						{"parallel", []reader.ScanOption{reader.WithFields(noBool...), reader.WithNarrowDecimals(), reader.WithParallelism(3), reader.WithBatchSize(700)}, true},
-						{"sequential", []reader.ScanOption{reader.WithFields(noBool...), reader.WithParallelism(1), reader.WithBatchSize(333)}, true},
-						{"rowgroups", []reader.ScanOption{reader.WithFields(noBool...), reader.WithRowGroups(3, 1), reader.WithParallelism(1)}, true},
+						{"all", nil, 0},
+						// Plain pages in a chunk read as a dictionary send its
+						// row group to arrow-go (flatdec.ErrUnsupported).
+						{"anydict", []reader.ScanOption{reader.WithFields(noBool...), reader.WithAnyDictionaries(), reader.WithParallelism(1)}, -1},
+						{"decimal", []reader.ScanOption{reader.WithFields(append(noBool, fieldID(t, r.Schema().Field(6)))...), reader.WithNarrowDecimals()}, 0},
+						{"flat", []reader.ScanOption{reader.WithFields(noBool...)}, 1},
+						{"one", []reader.ScanOption{reader.WithFields(noBool[3])}, 1},
+						{"dict", []reader.ScanOption{reader.WithFields(noBool...), reader.WithDictionaries()}, 1},
+						{"narrow", []reader.ScanOption{reader.WithFields(noBool...), reader.WithNarrowDecimals(), reader.WithDictionaries()}, 1},
+						{"parallel", []reader.ScanOption{reader.WithFields(noBool...), reader.WithNarrowDecimals(), reader.WithParallelism(3), reader.WithBatchSize(700)}, 1},
+						{"sequential", []reader.ScanOption{reader.WithFields(noBool...), reader.WithParallelism(1), reader.WithBatchSize(333)}, 1},
+						{"rowgroups", []reader.ScanOption{reader.WithFields(noBool...), reader.WithRowGroups(3, 1), reader.WithParallelism(1)}, 1},
 					} {
 						before := reader.FlatRowGroups(r)
 						rr, err := r.Scan(ctx, c.opts...)
@@ -196,12 +203,85 @@ func TestFlatScan(t *testing.T) {
 							got[i].Release()
 							want[i].Release()
 						}
-						if c.flat != (flat > 0) {
+						if (c.flat == 1 && flat == 0) || (c.flat == 0 && flat != 0) {
 							t.Errorf("%s: %d row groups by the fast path", c.name, flat)
 						}
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestFlatScanMixed: in a scan whose row groups differ, each is decoded
+// by the fast path or, if one of its chunks has a page of a kind flatdec
+// does not decode, by arrow-go, before any of it is decoded; the values are
+// arrow-go's either way. Here a string column read as a dictionary
+// (WithAnyDictionaries) whose chunks in the last two row groups outgrow
+// the dictionary page limit (16 KiB here) halfway and go on in plain
+// pages: a Parquet file arrow-go writes so, sealed byte for byte.
+func TestFlatScanMixed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	long := make([]byte, 200)
+	for i := range 4000 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		switch {
+		case i%13 == 0:
+			b.Field(1).AppendNull()
+		case i < 2000 || i%1000 < 500:
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i%7))
+		default:
+			copy(long, fmt.Sprintf("%08d", i))
+			b.Field(1).(*array.StringBuilder).Append(string(long))
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var plain bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryPageSizeLimit(16<<10),
+		parquet.WithBatchSize(100), parquet.WithMaxRowGroupLength(1000), parquet.WithDataPageSize(1<<10))
+	if err := pqarrow.WriteTable(array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), &plain, 1000, props, pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	st := newMemStore()
+	obj, err := writer.SealFile(ctx, st, bytes.NewReader(plain.Bytes()), int64(plain.Len()), writer.WithAssignFieldIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, par := range []int{1, 2} {
+		opts := []reader.ScanOption{reader.WithAnyDictionaries(), reader.WithParallelism(par), reader.WithBatchSize(300)}
+		before := reader.FlatRowGroups(r)
+		rr, err := r.Scan(ctx, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := columnsOf(t, rr)
+		flat := reader.FlatRowGroups(r) - before
+		rr, err = r.Scan(ctx, append(opts, reader.WithArrowDecoder())...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := columnsOf(t, rr)
+		for i := range got {
+			if !array.Equal(got[i], want[i]) {
+				t.Errorf("parallelism %d: column %d differs from arrow-go's", par, i)
+			}
+			got[i].Release()
+			want[i].Release()
+		}
+		if flat != 2 {
+			t.Errorf("parallelism %d: %d of 4 row groups by the fast path, want the first 2", par, flat)
 		}
 	}
 }
