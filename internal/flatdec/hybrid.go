@@ -5,6 +5,8 @@ import (
 	"fmt"
 )
 
+//go:generate go run gen_unpack.go
+
 // hybrid decodes Parquet's RLE/bit-packed hybrid encoding (parquet-format
 // Encodings.md, "Run Length Encoding / Bit-Packing Hybrid") of values of
 // width bits, at most 32: runs of one repeated value, and bit-packed
@@ -137,6 +139,20 @@ func (h *hybrid) unpack(out []uint32) {
 		g[7] = uint32(v >> (7 * w) & mask)
 		pos += 8 * w
 		i += 8
+	}
+	// Wider ones a group at a time too, by the group's unpacker
+	// (unpack_gen.go), while 8 bytes past the group remain.
+	if w > 8 && len(out)-i >= 8 {
+		unpack, gb := unpackGroup[w], int(w)
+		for len(out)-i >= 8 {
+			at := int(pos >> 3)
+			if at+gb+8 > len(bits) {
+				break
+			}
+			unpack((*[8]uint32)(out[i:i+8]), bits[at:])
+			pos += 8 * w
+			i += 8
+		}
 	}
 	// The rest one by one, a 64-bit load each while 8 bytes remain.
 	for ; i < len(out); i++ {
