@@ -138,8 +138,10 @@ func (w *workerMem) Allocate(n int) []byte {
 
 // AllocateUncleared is Allocate of a buffer flatdec overwrites whole
 // (flatdec.UnclearedAllocator).
+// The buffer's size, poolClass(n), is what it counts.
 func (w *workerMem) AllocateUncleared(n int) []byte {
-	counted := w.charge(n)
+	c := poolClass(n)
+	counted := w.charge(c)
 	var buf []byte
 	if u, ok := w.mem.(flatdec.UnclearedAllocator); ok {
 		buf = u.AllocateUncleared(n)
@@ -147,7 +149,7 @@ func (w *workerMem) AllocateUncleared(n int) []byte {
 		buf = w.mem.Allocate(n)
 	}
 	if counted {
-		w.track(buf, n)
+		w.track(buf, c)
 	}
 	return buf
 }

@@ -95,12 +95,28 @@ func (p *bufPool) evict(n int64) (out [][]byte) {
 }
 
 // AllocateUncleared is Allocate without clearing a kept buffer, for
-// flatdec, which overwrites every byte (flatdec.UnclearedAllocator).
+// flatdec, which overwrites every byte it uses (flatdec.UnclearedAllocator).
+// The buffer has poolClass(n) bytes, the size it is kept at: the last
+// batch of each row group has as many rows as the row group leaves
+// (TPC-H's vary), and its buffers would otherwise never be reused.
 func (p *bufPool) AllocateUncleared(n int) []byte {
-	if buf := p.take(n); buf != nil {
+	c := poolClass(n)
+	if buf := p.take(c); buf != nil {
 		return buf
 	}
-	return p.mem.Allocate(n)
+	return p.mem.Allocate(c)
+}
+
+// poolGrain is the granularity of poolClass, in bytes.
+const poolGrain = 64 << 10
+
+// poolClass returns n, rounded up to a multiple of poolGrain above it: at
+// most a sixteenth more than n (n > 16 poolGrain), or poolGrain.
+func poolClass(n int) int {
+	if n <= poolGrain {
+		return n
+	}
+	return (n + poolGrain - 1) &^ (poolGrain - 1)
 }
 
 func (p *bufPool) Allocate(n int) []byte {

@@ -290,9 +290,10 @@ func (b *budget) Allocate(n int) []byte {
 }
 
 // AllocateUncleared is Allocate of a buffer flatdec overwrites whole
-// (flatdec.UnclearedAllocator): the pool's, not cleared.
+// (flatdec.UnclearedAllocator): the pool's, not cleared, of
+// poolClass(n) bytes, which it charges.
 func (b *budget) AllocateUncleared(n int) []byte {
-	b.charge(n)
+	b.charge(poolClass(n))
 	if u, ok := b.mem.(flatdec.UnclearedAllocator); ok {
 		return u.AllocateUncleared(n)
 	}

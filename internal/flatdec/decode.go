@@ -87,11 +87,12 @@ func (d *Decoder) Release() {
 
 // UnclearedAllocator is an allocator that can hand out a buffer without
 // clearing it first (a reused one holds what it held): the decoder
-// overwrites every byte of the buffers it asks it for.
+// overwrites every byte of the buffers it asks it for, up to the size it
+// asked.
 type UnclearedAllocator interface {
 	memory.Allocator
-	// AllocateUncleared returns a buffer of n bytes, of any contents,
-	// which Free takes back.
+	// AllocateUncleared returns a buffer of at least n bytes, of any
+	// contents, which Free takes back whole.
 	AllocateUncleared(n int) []byte
 }
 
@@ -99,7 +100,13 @@ type UnclearedAllocator interface {
 // caller overwrites, every one.
 func (d *Decoder) buffer(n int) *memory.Buffer {
 	if u, ok := d.mem.(UnclearedAllocator); ok {
-		return memory.NewBufferWithAllocator(u.AllocateUncleared(n), d.mem)
+		raw := u.AllocateUncleared(n)
+		if len(raw) >= n {
+			b := memory.NewBufferWithAllocator(raw, d.mem)
+			b.ResizeNoShrink(n) // its length; Release frees raw whole
+			return b
+		}
+		d.mem.Free(raw)
 	}
 	b := memory.NewResizableBuffer(d.mem)
 	b.Resize(n)

@@ -391,7 +391,7 @@ func dictVariant(name string) bool { return bytes.HasSuffix([]byte(name), []byte
 type dirty struct{ memory.Allocator }
 
 func (d dirty) AllocateUncleared(n int) []byte {
-	b := d.Allocate(n)
+	b := d.Allocate(n + n%7) // more than asked, sometimes
 	for i := range b {
 		b[i] = 0xA5
 	}
