@@ -28,3 +28,11 @@ func ParallelStats(rr any) (peak, limit int64, gaveUp int, ok bool) {
 	defer s.mu.Unlock()
 	return s.peakInUse, s.limit(), s.gaveUp, true
 }
+
+// WithArrowDecoder makes a scan decode every row group with arrow-go's
+// decoder, never package flatdec.
+func WithArrowDecoder() ScanOption { return withArrowDecoder() }
+
+// FlatRowGroups returns how many row groups r's scans decoded with
+// package flatdec.
+func FlatRowGroups(r *Reader) int64 { return r.stats.flatRowGroups.Load() }

@@ -61,6 +61,7 @@ type scanConfig struct {
 	dict      bool // WithDictionaries
 	dictAny   bool // (tests) every column with dictionary pages
 	parallel  int  // WithParallelism, or 0 for GOMAXPROCS
+	arrowOnly bool // (tests) every row group by arrow-go's decoder (flatscan.go)
 }
 
 // WithFields projects the scan to the fields with these Parquet field IDs

@@ -88,6 +88,7 @@ type parScan struct {
 	values *valueBudget
 	schema *arrow.Schema
 	cfg    scanConfig // what the file readers read each column as (readAs)
+	flat   *flatPlan  // the fast path (flatscan.go), or nil
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -112,9 +113,9 @@ var _ array.RecordReader = (*parScan)(nil)
 // scanParallel starts a parallel scan; Scan has checked the options, the
 // memory of the column decoders, the values of the first row group, and
 // built the first row group's record reader, whose schema is schema.
-func (r *Reader) scanParallel(ctx context.Context, cancel context.CancelFunc, cfg *scanConfig, cols, rgs []int, b *budget, pool *bufPool, values *valueBudget, schema *arrow.Schema, par int) *parScan {
+func (r *Reader) scanParallel(ctx context.Context, cancel context.CancelFunc, cfg *scanConfig, cols, rgs []int, b *budget, pool *bufPool, values *valueBudget, schema *arrow.Schema, par int, flat *flatPlan) *parScan {
 	s := &parScan{r: r, ctx: ctx, cancel: cancel, cfg: *cfg, cols: cols, rgs: rgs, par: par, batch: cfg.batch, pool: pool,
-		ncols: b.columns, memCap: cfg.memLimit, b: b, values: values, schema: schema}
+		ncols: b.columns, memCap: cfg.memLimit, b: b, values: values, schema: schema, flat: flat}
 	s.cond = sync.NewCond(&s.mu)
 	s.refs.Store(1)
 	context.AfterFunc(ctx, s.stop)

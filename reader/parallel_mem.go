@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sovm/sop-pme/internal/flatdec"
 )
 
 // The memory of a parallel scan (see WithParallelism). Its row groups in
@@ -131,6 +132,24 @@ func (w *workerMem) Allocate(n int) []byte {
 	buf := w.mem.Allocate(n)
 	if counted {
 		w.track(buf, n)
+	}
+	return buf
+}
+
+// AllocateUncleared is Allocate of a buffer flatdec overwrites whole
+// (flatdec.UnclearedAllocator).
+// The buffer's size, poolClass(n), is what it counts.
+func (w *workerMem) AllocateUncleared(n int) []byte {
+	c := poolClass(n)
+	counted := w.charge(c)
+	var buf []byte
+	if u, ok := w.mem.(flatdec.UnclearedAllocator); ok {
+		buf = u.AllocateUncleared(n)
+	} else {
+		buf = w.mem.Allocate(n)
+	}
+	if counted {
+		w.track(buf, c)
 	}
 	return buf
 }

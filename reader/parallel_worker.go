@@ -160,7 +160,7 @@ func (w *worker) decode(t *rgTask) (again bool, err error) {
 	skip := t.skip
 	s.mu.Unlock()
 
-	var rr pqarrow.RecordReader
+	var rr rowGroupReader
 	defer func() {
 		defer func() { _ = recover() }() // see scanReader.Release
 		if rr != nil {
@@ -175,10 +175,8 @@ func (w *worker) decode(t *rgTask) (again bool, err error) {
 	}()
 	err = catch(ErrDecode, func() error {
 		var err error
-		if rr, err = w.fr.GetRecordReader(s.ctx, s.cols, []int{t.rg}); err != nil {
-			return fmt.Errorf("%w: %w", ErrDecode, err)
-		}
-		return nil
+		rr, err = s.r.rowGroupReader(s.ctx, s.flat, w.fr, w.view, s.cols, t.rg, w.mem)
+		return err
 	})
 	if err != nil {
 		return false, err
@@ -229,7 +227,7 @@ func (w *worker) decode(t *rgTask) (again bool, err error) {
 }
 
 // next decodes the next batch of rr, armed: a panic is returned.
-func (w *worker) next(rr pqarrow.RecordReader) (ok bool, p any) {
+func (w *worker) next(rr rowGroupReader) (ok bool, p any) {
 	s := w.s
 	s.mu.Lock()
 	// What building the record reader, or the batch before, allocated

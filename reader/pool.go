@@ -47,6 +47,13 @@ func newBufPool(mem memory.Allocator, limit int64) *bufPool {
 
 // reuse returns a kept buffer of n bytes, cleared, or nil.
 func (p *bufPool) reuse(n int) []byte {
+	buf := p.take(n)
+	clear(buf)
+	return buf
+}
+
+// take returns a kept buffer of n bytes, as it was freed, or nil.
+func (p *bufPool) take(n int) []byte {
 	if n <= 0 {
 		return nil
 	}
@@ -61,7 +68,6 @@ func (p *bufPool) reuse(n int) []byte {
 	p.free[n] = l[:len(l)-1]
 	p.held -= int64(cap(buf))
 	p.mu.Unlock()
-	clear(buf)
 	return buf
 }
 
@@ -86,6 +92,31 @@ func (p *bufPool) evict(n int64) (out [][]byte) {
 		}
 	}
 	return out
+}
+
+// AllocateUncleared is Allocate without clearing a kept buffer, for
+// flatdec, which overwrites every byte it uses (flatdec.UnclearedAllocator).
+// The buffer has poolClass(n) bytes, the size it is kept at: the last
+// batch of each row group has as many rows as the row group leaves
+// (TPC-H's vary), and its buffers would otherwise never be reused.
+func (p *bufPool) AllocateUncleared(n int) []byte {
+	c := poolClass(n)
+	if buf := p.take(c); buf != nil {
+		return buf
+	}
+	return p.mem.Allocate(c)
+}
+
+// poolGrain is the granularity of poolClass, in bytes.
+const poolGrain = 64 << 10
+
+// poolClass returns n, rounded up to a multiple of poolGrain above it: at
+// most a sixteenth more than n (n > 16 poolGrain), or poolGrain.
+func poolClass(n int) int {
+	if n <= poolGrain {
+		return n
+	}
+	return (n + poolGrain - 1) &^ (poolGrain - 1)
 }
 
 func (p *bufPool) Allocate(n int) []byte {

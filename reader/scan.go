@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/flatdec"
 	"github.com/sovm/sop-pme/internal/pqtypes"
 	"github.com/sovm/sop-pme/pme"
 )
@@ -114,14 +115,22 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		return nil, err
 	}
 	planScan(ctx, r.vr, r.grid, cols, rgs)
+	sc := scanSchema(want, rr.Schema())
+	flat := r.planFlat(&cfg, cols, sc)
 	if par := cfg.workers(len(rgs)); par > 1 {
 		view.close()
 		defer rr.Release()
-		return r.scanParallel(ctx, cancel, &cfg, cols, rgs, b, pool, values, scanSchema(want, rr.Schema()), par), nil
+		return r.scanParallel(ctx, cancel, &cfg, cols, rgs, b, pool, values, sc, par, flat), nil
 	}
 	f := startFetcher(ctx, view, r.grid, cols, rgs)
-	sr := &scanReader{rr: rr, schema: scanSchema(want, rr.Schema()), fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values,
+	sr := &scanReader{rr: rr, schema: sc, r: r, flat: flat, fr: fr, ctx: ctx, cols: cols, fetch: f, view: view, budget: b, values: values, charged: true,
 		done: func() { cancel(); f.stop(); view.close(); pool.drain() }}
+	if flat != nil {
+		// Each row group, the first too, is decoded by flatdec if it
+		// can be, else by a record reader built for it.
+		rr.Release()
+		sr.rr = nil
+	}
 	sr.refs.Store(1)
 	return sr, nil
 }
@@ -280,6 +289,17 @@ func (b *budget) Allocate(n int) []byte {
 	return b.mem.Allocate(n)
 }
 
+// AllocateUncleared is Allocate of a buffer flatdec overwrites whole
+// (flatdec.UnclearedAllocator): the pool's, not cleared, of
+// poolClass(n) bytes, which it charges.
+func (b *budget) AllocateUncleared(n int) []byte {
+	b.charge(poolClass(n))
+	if u, ok := b.mem.(flatdec.UnclearedAllocator); ok {
+		return u.AllocateUncleared(n)
+	}
+	return b.mem.Allocate(n)
+}
+
 // Reallocate counts the new buffer whole while the old one is copied into
 // it: both are live then.
 func (b *budget) Reallocate(n int, old []byte) []byte {
@@ -303,19 +323,22 @@ func (b *budget) Free(buf []byte) {
 // and Err the error. When its last reference is released, the scan's
 // prefetches stop and their plaintext is cleared.
 type scanReader struct {
-	rr     pqarrow.RecordReader // the current row group's, or nil
-	loaded bool                 // rr's row group is in the view
-	schema *arrow.Schema
-	fr     *pqarrow.FileReader
-	ctx    context.Context
-	cols   []int
-	fetch  *fetcher
-	view   *plainView
-	budget *budget
-	values *valueBudget
-	refs   atomic.Int64
-	done   func()
-	err    error
+	rr      rowGroupReader // the current row group's, or nil
+	loaded  bool           // rr's row group is in the view
+	charged bool           // the values of the next row group were charged (by Scan)
+	schema  *arrow.Schema
+	r       *Reader
+	flat    *flatPlan // the scan's fast path, or nil
+	fr      *pqarrow.FileReader
+	ctx     context.Context
+	cols    []int
+	fetch   *fetcher
+	view    *plainView
+	budget  *budget
+	values  *valueBudget
+	refs    atomic.Int64
+	done    func()
+	err     error
 	// The current batch in the scan's types (see retype).
 	out arrow.RecordBatch
 }
@@ -370,8 +393,9 @@ func (s *scanReader) Next() (ok bool) {
 			}
 			return false
 		}
-		if s.rr == nil {
-			// The first row group's values were charged by Scan.
+		if s.charged {
+			s.charged = false // the first row group's, by Scan
+		} else {
 			if err := s.values.take(d.rg); err != nil {
 				s.view.setCurrent(d) // so that its chunks are cleared
 				s.err = err
@@ -384,10 +408,8 @@ func (s *scanReader) Next() (ok bool) {
 			// budget when the scan starts (columnCost each).
 			err := catch(ErrDecode, func() error {
 				var err error
-				if s.rr, err = s.fr.GetRecordReader(s.ctx, s.cols, []int{d.rg}); err != nil {
-					return fmt.Errorf("%w: %w", ErrDecode, err)
-				}
-				return nil
+				s.rr, err = s.r.rowGroupReader(s.ctx, s.flat, s.fr, s.view, s.cols, d.rg, s.budget)
+				return err
 			})
 			if err != nil {
 				s.err = err

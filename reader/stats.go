@@ -40,6 +40,7 @@ func (r *Reader) Stats() Stats {
 type counters struct {
 	fetched, verified, modules atomic.Int64
 	syncOpens                  atomic.Int64
+	flatRowGroups              atomic.Int64 // decoded by package flatdec
 }
 
 // countingSource counts the bytes of the slices its source hands over.

@@ -1,0 +1,399 @@
+package flatdec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// testTable returns a table of every type the package decodes, n rows,
+// with nulls in the nullable columns and few distinct strings (so that
+// dictionaries stay small) next to many (so that a dictionary may fill
+// and fall back to plain pages).
+func testTable(t testing.TB, n int) arrow.Table {
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "i64", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "f32", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+		{Name: "f64", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "date", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "many", Type: arrow.BinaryTypes.String},
+		{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "allnull", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		null := rng.IntN(7) == 0
+		if null {
+			b.Field(0).(*array.Int32Builder).AppendNull()
+			b.Field(2).(*array.Float32Builder).AppendNull()
+			b.Field(4).(*array.Date32Builder).AppendNull()
+			b.Field(5).(*array.StringBuilder).AppendNull()
+			b.Field(7).(*array.BinaryBuilder).AppendNull()
+		} else {
+			b.Field(0).(*array.Int32Builder).Append(int32(rng.IntN(50)) - 25)
+			b.Field(2).(*array.Float32Builder).Append(rng.Float32())
+			b.Field(4).(*array.Date32Builder).Append(arrow.Date32(8000 + rng.IntN(3000)))
+			b.Field(5).(*array.StringBuilder).Append(fmt.Sprintf("v%d", rng.IntN(20)))
+			b.Field(7).(*array.BinaryBuilder).Append([]byte(fmt.Sprintf("%x", rng.IntN(1000))))
+		}
+		b.Field(1).(*array.Int64Builder).Append(rng.Int64())
+		b.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(100)) / 4)
+		b.Field(6).(*array.StringBuilder).Append(fmt.Sprintf("row %d %s", i, bytes.Repeat([]byte("x"), rng.IntN(30))))
+		b.Field(8).(*array.Int64Builder).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
+}
+
+// variant is one way arrow-go's writer may write the table.
+type variant struct {
+	name  string
+	props []parquet.WriterProperty
+}
+
+func variants() []variant {
+	var out []variant
+	for _, codec := range []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy, compress.Codecs.Zstd, compress.Codecs.Gzip} {
+		for _, v2 := range []bool{false, true} {
+			for _, dict := range []bool{true, false} {
+				ver := parquet.DataPageV1
+				if v2 {
+					ver = parquet.DataPageV2
+				}
+				out = append(out, variant{
+					name: fmt.Sprintf("%s/v2=%t/dict=%t", codec, v2, dict),
+					props: []parquet.WriterProperty{
+						parquet.WithCompression(codec), parquet.WithDataPageVersion(ver), parquet.WithDictionaryDefault(dict),
+						parquet.WithDataPageSize(4 << 10), parquet.WithDictionaryPageSizeLimit(16 << 10),
+						parquet.WithMaxRowGroupLength(3000), parquet.WithBatchSize(500),
+					},
+				})
+			}
+		}
+	}
+	return out
+}
+
+// write writes tbl as Parquet with props.
+func write(t testing.TB, tbl arrow.Table, props []parquet.WriterProperty) []byte {
+	var buf bytes.Buffer
+	if err := pqarrow.WriteTable(tbl, &buf, 3000, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// chunkOf returns the bytes of column col's chunk in row group rg of the
+// plain Parquet file raw, and its description with type typ.
+func chunkOf(t testing.TB, raw []byte, rg, col int, typ arrow.DataType) ([]byte, Column) {
+	pf, err := file.NewParquetReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	cc, err := pf.MetaData().RowGroup(rg).ColumnChunk(col)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := cc.DataPageOffset()
+	if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
+		start = cc.DictionaryPageOffset()
+	}
+	sc := pf.MetaData().Schema.Column(col)
+	return raw[start : start+cc.TotalCompressedSize()], Column{
+		Physical: sc.PhysicalType(), MaxDef: sc.MaxDefinitionLevel(), MaxRep: sc.MaxRepetitionLevel(),
+		Codec: cc.Compression(), Values: cc.NumValues(), Type: typ,
+	}
+}
+
+// decodeAll decodes a chunk in batches of batch values.
+func decodeAll(t testing.TB, chunk []byte, c Column, batch int, mem memory.Allocator) []arrow.Array {
+	if err := Check(c, chunk); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	d, err := New(c, chunk, mem, 1<<26)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	var out []arrow.Array
+	for d.Left() > 0 {
+		data, err := d.Read(int(min(int64(batch), d.Left())))
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		out = append(out, array.MakeFromData(data))
+		data.Release()
+	}
+	return out
+}
+
+// plainOf returns a dictionary array's values as a plain array.
+func plainOf(t testing.TB, a arrow.Array) arrow.Array {
+	d, ok := a.(*array.Dictionary)
+	if !ok {
+		a.Retain()
+		return a
+	}
+	b := array.NewBuilder(memory.DefaultAllocator, d.Dictionary().DataType())
+	defer b.Release()
+	for i := range d.Len() {
+		if d.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		switch v := d.Dictionary().(type) {
+		case *array.String:
+			b.(*array.StringBuilder).Append(v.Value(d.GetValueIndex(i)))
+		case *array.Binary:
+			b.(*array.BinaryBuilder).Append(v.Value(d.GetValueIndex(i)))
+		default:
+			t.Fatalf("dictionary of %s", v.DataType())
+		}
+	}
+	return b.NewArray()
+}
+
+// TestDifferential: every chunk arrow-go's writer writes of the test table,
+// in every codec, page version and with or without dictionaries, decodes
+// to the values arrow-go's reader reads, in batches of several sizes, and
+// as dictionary arrays where the chunk is dictionary-encoded throughout.
+func TestDifferential(t *testing.T) {
+	t.Parallel()
+	tbl := testTable(t, 7000)
+	t.Cleanup(tbl.Release)
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			raw := write(t, tbl, v.props)
+			got, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(raw), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			pf, err := file.NewParquetReader(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nrg := pf.NumRowGroups()
+			pf.Close()
+			if nrg < 2 {
+				t.Fatalf("%d row groups", nrg)
+			}
+			checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer checked.AssertSize(t, 0)
+			mem := dirty{checked}
+			var row int64
+			dicts := 0
+			defer func() {
+				if dict := v.props != nil && dictVariant(v.name); dict && dicts == 0 {
+					t.Error("no chunk decoded as a dictionary")
+				}
+			}()
+			for rg := range nrg {
+				var rows int64
+				for col := range int(got.NumCols()) {
+					typ := got.Column(col).DataType()
+					chunk, c := chunkOf(t, raw, rg, col, typ)
+					rows = c.Values
+					want := array.NewChunkedSlice(got.Column(col).Data(), row, row+rows)
+					wantArr, err := array.Concatenate(want.Chunks(), memory.DefaultAllocator)
+					want.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+					types := []arrow.DataType{typ}
+					if typ.ID() == arrow.STRING || typ.ID() == arrow.BINARY {
+						dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
+						if Check(Column{Physical: c.Physical, MaxDef: c.MaxDef, Codec: c.Codec, Values: c.Values, Type: dt}, chunk) == nil {
+							types = append(types, dt)
+							dicts++
+						}
+					}
+					for _, typ := range types {
+						c.Type = typ
+						for _, batch := range []int{1, 333, 1024, 5000} {
+							arrs := decodeAll(t, chunk, c, batch, mem)
+							var plain []arrow.Array
+							for _, a := range arrs {
+								plain = append(plain, plainOf(t, a))
+								a.Release()
+							}
+							all, err := array.Concatenate(plain, memory.DefaultAllocator)
+							if err != nil {
+								t.Fatal(err)
+							}
+							for _, a := range plain {
+								a.Release()
+							}
+							if !array.Equal(all, wantArr) {
+								t.Errorf("row group %d column %s as %s in batches of %d: values differ", rg, got.Schema().Field(col).Name, typ, batch)
+							}
+							all.Release()
+						}
+					}
+					wantArr.Release()
+				}
+				row += rows
+			}
+		})
+	}
+}
+
+// TestDictionaryFallback: a chunk whose dictionary filled up midway
+// (plain pages after dictionary ones) decodes as a plain array, and is
+// not supported as a dictionary array.
+func TestDictionaryFallback(t *testing.T) {
+	t.Parallel()
+	tbl := testTable(t, 3000)
+	defer tbl.Release()
+	raw := write(t, tbl, variants()[0].props)
+	chunk, c := chunkOf(t, raw, 0, 6, arrow.BinaryTypes.String) // "many"
+	if err := Check(c, chunk); err != nil {
+		t.Fatal(err)
+	}
+	c.Type = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	if err := Check(c, chunk); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("as a dictionary: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestSupported: what the package does not decode is ErrUnsupported.
+func TestSupported(t *testing.T) {
+	t.Parallel()
+	ok := Column{Physical: parquet.Types.Int64, MaxDef: 1, Codec: compress.Codecs.Snappy, Type: arrow.PrimitiveTypes.Int64}
+	if err := Supported(ok); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]Column{
+		"repeated":   {Physical: parquet.Types.Int64, MaxDef: 1, MaxRep: 1, Type: arrow.PrimitiveTypes.Int64},
+		"nested":     {Physical: parquet.Types.Int64, MaxDef: 2, Type: arrow.PrimitiveTypes.Int64},
+		"widening":   {Physical: parquet.Types.Int32, Type: arrow.PrimitiveTypes.Int64},
+		"decimal128": {Physical: parquet.Types.Int64, Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}},
+		"boolean":    {Physical: parquet.Types.Boolean, Type: arrow.FixedWidthTypes.Boolean},
+		"int96":      {Physical: parquet.Types.Int96, Type: arrow.FixedWidthTypes.Timestamp_ns},
+		"fixed":      {Physical: parquet.Types.FixedLenByteArray, Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}},
+		"large":      {Physical: parquet.Types.ByteArray, Type: arrow.BinaryTypes.LargeString},
+		"brotli":     {Physical: parquet.Types.Int64, Codec: compress.Codecs.Brotli, Type: arrow.PrimitiveTypes.Int64},
+		"int8":       {Physical: parquet.Types.Int32, Type: arrow.PrimitiveTypes.Int8},
+	} {
+		if err := Supported(c); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: %v, want ErrUnsupported", name, err)
+		}
+	}
+}
+
+// TestHostile: chunks cut short, or with a byte changed, fail with a
+// typed error, never a panic.
+func TestHostile(t *testing.T) {
+	t.Parallel()
+	tbl := testTable(t, 2000)
+	defer tbl.Release()
+	for _, v := range variants() {
+		raw := write(t, tbl, v.props)
+		for col := range int(tbl.NumCols()) {
+			chunk, c := chunkOf(t, raw, 0, col, tbl.Column(col).DataType())
+			for _, cut := range []int{1, len(chunk) / 3, len(chunk) / 2, len(chunk) - 1} {
+				decodeTyped(t, c, chunk[:cut])
+			}
+			rng := rand.New(rand.NewPCG(uint64(col), 9))
+			for range 20 {
+				bad := bytes.Clone(chunk)
+				bad[rng.IntN(len(bad))] ^= byte(1 + rng.IntN(255))
+				decodeTyped(t, c, bad)
+			}
+		}
+	}
+}
+
+// decodeTyped decodes chunk whole, in batches of 1000, and fails the test
+// on an error that is not typed (a panic fails it too).
+func decodeTyped(t testing.TB, c Column, chunk []byte) {
+	if c.Type.ID() == arrow.STRING {
+		c.Type = arrow.BinaryTypes.Binary // hostile bytes need not be UTF-8, and nothing checks that they are
+	}
+	err := decodeErr(c, chunk, 1000, 1<<24)
+	if err != nil && !errors.Is(err, ErrFormat) && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrMemoryLimit) {
+		t.Fatalf("untyped error %v", err)
+	}
+}
+
+// decodeErr decodes chunk whole, in batches, and returns its error.
+func decodeErr(c Column, chunk []byte, batch, limit int) error {
+	if err := Check(c, chunk); err != nil {
+		return err
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	d, err := New(c, chunk, mem, limit)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		d.Release()
+		if n := mem.CurrentAlloc(); n != 0 {
+			panic(fmt.Sprintf("%d bytes not freed", n))
+		}
+	}()
+	for d.Left() > 0 {
+		data, err := d.Read(int(min(int64(batch), d.Left())))
+		if err != nil {
+			return err
+		}
+		arr := array.MakeFromData(data)
+		data.Release()
+		if err := validate(arr); err != nil {
+			arr.Release()
+			return fmt.Errorf("invalid array: %w", err)
+		}
+		arr.Release()
+	}
+	return nil
+}
+
+// validate checks that arr's buffers are consistent: offsets within the
+// data, dictionary indices within the dictionary.
+func validate(arr arrow.Array) error {
+	if d, ok := arr.(*array.Dictionary); ok {
+		for i := range d.Len() {
+			if d.IsValid(i) && (d.GetValueIndex(i) < 0 || d.GetValueIndex(i) >= d.Dictionary().Len()) {
+				return fmt.Errorf("index %d of %d", d.GetValueIndex(i), d.Dictionary().Len())
+			}
+		}
+		arr = d.Dictionary()
+	}
+	if v, ok := arr.(interface{ ValidateFull() error }); ok {
+		return v.ValidateFull()
+	}
+	return nil
+}
+
+func dictVariant(name string) bool { return bytes.HasSuffix([]byte(name), []byte("dict=true")) }
+
+// dirty is an UnclearedAllocator whose uncleared buffers hold garbage: a
+// byte the decoder fails to overwrite shows in the values.
+type dirty struct{ memory.Allocator }
+
+func (d dirty) AllocateUncleared(n int) []byte {
+	b := d.Allocate(n + n%7) // more than asked, sometimes
+	for i := range b {
+		b[i] = 0xA5
+	}
+	return b
+}
