@@ -130,8 +130,8 @@ func plainArray(t *testing.T, a arrow.Array) arrow.Array {
 // every codec and page version, with and without dictionaries, for every
 // projection and the scan options that change the types (WithDictionaries,
 // WithNarrowDecimals), sequential and parallel; and it is the fast path
-// that decodes the row groups (none when a boolean, which it does not
-// decode, is projected).
+// that decodes the row groups (none when the decimal128, which it does
+// not decode, is projected).
 func TestFlatScan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -153,10 +153,13 @@ func TestFlatScan(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					noBool := []int32{}
+					noBool, noDec := []int32{}, []int32{}
 					for _, f := range r.Schema().Fields() {
 						if f.Name != "ok" && f.Name != "dec" { // BOOLEAN and FIXED_LEN_BYTE_ARRAY
 							noBool = append(noBool, fieldID(t, f))
+						}
+						if f.Name != "dec" {
+							noDec = append(noDec, fieldID(t, f))
 						}
 					}
 					for _, c := range []struct {
@@ -170,6 +173,8 @@ func TestFlatScan(t *testing.T) {
 						{"anydict", []reader.ScanOption{reader.WithFields(noBool...), reader.WithAnyDictionaries(), reader.WithParallelism(1)}, -1},
 						{"decimal", []reader.ScanOption{reader.WithFields(append(noBool, fieldID(t, r.Schema().Field(6)))...), reader.WithNarrowDecimals()}, 0},
 						{"flat", []reader.ScanOption{reader.WithFields(noBool...)}, 1},
+						{"bools", []reader.ScanOption{reader.WithFields(noDec...)}, 1},
+						{"bool", []reader.ScanOption{reader.WithFields(fieldID(t, r.Schema().Field(0)), fieldID(t, r.Schema().Field(r.Schema().FieldIndices("ok")[0])))}, 1},
 						{"one", []reader.ScanOption{reader.WithFields(noBool[3])}, 1},
 						{"dict", []reader.ScanOption{reader.WithFields(noBool...), reader.WithDictionaries()}, 1},
 						{"narrow", []reader.ScanOption{reader.WithFields(noBool...), reader.WithNarrowDecimals(), reader.WithDictionaries()}, 1},

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 )
 
 // A Decoder reads the values of one column chunk, in order, as arrays of
@@ -25,6 +26,7 @@ type Decoder struct {
 	limit int
 	w     int  // the byte width of a fixed-width value, or 0
 	dict  bool // the arrays are dictionary arrays
+	bools bool // BOOLEAN: values one bit each (arrow's and PLAIN's)
 
 	pages []page // the pages not yet read
 	left  int64  // the values not yet read
@@ -44,6 +46,7 @@ type Decoder struct {
 	defs     hybrid     // its definition levels (MaxDef 1)
 	enc      int32      // its values' encoding
 	vals     []byte     // PLAIN: the values not yet read
+	bitOff   int        // PLAIN booleans: the bit of vals[0] to read next
 	idx      hybrid     // dictionary-encoded: the indices
 	pageBuf  pageBuffer // decompressed pages
 	levels   []uint32
@@ -59,7 +62,8 @@ func New(c Column, chunk []byte, mem memory.Allocator, limit int) (*Decoder, err
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{c: c, mem: mem, limit: limit, w: width(c.Physical), dict: dictOut(c), pages: ps, left: c.Values}, nil
+	return &Decoder{c: c, mem: mem, limit: limit, w: width(c.Physical), dict: dictOut(c), bools: c.Physical == parquet.Types.Boolean,
+		pages: ps, left: c.Values}, nil
 }
 
 // Left returns the values not yet read.
@@ -152,6 +156,9 @@ func (d *Decoder) Read(n int) (arr arrow.ArrayData, err error) {
 		clear(o.bitmap)
 	}
 	switch {
+	case d.bools:
+		o.values = d.buffer((n + 7) / 8)
+		clear(o.values.Bytes()) // bits are set, not written
 	case d.dict:
 		o.values = d.buffer(4 * n)
 	case d.w > 0:
@@ -161,7 +168,7 @@ func (d *Decoder) Read(n int) (arr arrow.ArrayData, err error) {
 		o.data = memory.NewResizableBuffer(d.mem)
 	}
 	o.vb = o.values.Bytes()
-	if d.w == 0 && !d.dict {
+	if d.w == 0 && !d.dict && !d.bools {
 		binary.LittleEndian.PutUint32(o.vb, 0)
 	}
 	for at := 0; at < n; {
@@ -190,6 +197,8 @@ func (d *Decoder) finish(o *output) (arrow.ArrayData, error) {
 	}
 	var out arrow.ArrayData
 	switch {
+	case d.bools:
+		out = array.NewData(d.c.Type, o.n, []*memory.Buffer{o.valid, o.values}, nil, o.nulls, 0)
 	case d.dict:
 		out = array.NewDataWithDictionary(d.c.Type, o.n, []*memory.Buffer{o.valid, o.values}, o.nulls, 0, d.dictArr.(*array.Data))
 	case d.w > 0:
@@ -238,6 +247,8 @@ func (d *Decoder) run(o *output, at, k int) error {
 		}
 	}
 	switch {
+	case d.bools:
+		return d.booleans(o, at, k, m, levels)
 	case d.dict:
 		dst := u32(o.vb[4*at : 4*(at+k)])
 		if err := d.indicesInto(dst[:m]); err != nil {
@@ -264,6 +275,41 @@ func (d *Decoder) run(o *output, at, k int) error {
 		}
 	default:
 		return d.byteArrays(o, at, k, m, levels)
+	}
+	return nil
+}
+
+// booleans reads k BOOLEAN values, m of them present (levels tells which,
+// or all if nil), into o's bitmap at at (cleared by Read).
+func (d *Decoder) booleans(o *output, at, k, m int, levels []uint32) error {
+	vals := scratch(&d.indices, m)
+	if d.enc == encPlain {
+		// Bit-packed, the first value in the lowest bit of each byte.
+		if end := d.bitOff + m; end > 8*len(d.vals) {
+			return fmt.Errorf("%w: %d plain booleans past the page's end", ErrFormat, m)
+		}
+		for i := range vals {
+			vals[i] = uint32(d.vals[d.bitOff>>3]>>(d.bitOff&7)) & 1
+			d.bitOff++
+		}
+		d.vals, d.bitOff = d.vals[d.bitOff>>3:], d.bitOff&7
+	} else {
+		if err := d.idx.read(vals); err != nil {
+			return err
+		}
+		for _, v := range vals {
+			if v > 1 {
+				return fmt.Errorf("%w: a boolean of value %d", ErrFormat, v)
+			}
+		}
+	}
+	bits, j := o.vb, 0
+	for i := range k {
+		if levels == nil || levels[i] != 0 {
+			p := at + i
+			bits[p>>3] |= byte(vals[j]) << (p & 7)
+			j++
+		}
 	}
 	return nil
 }
@@ -489,9 +535,21 @@ func (d *Decoder) dataPage(p page) error {
 	}
 	d.defs.init(levels, 1)
 	d.enc = p.encoding
-	if p.encoding == encPlain {
-		d.vals = b
-	} else {
+	switch {
+	case p.encoding == encPlain:
+		d.vals, d.bitOff = b, 0
+	case p.encoding == encRLE:
+		// Boolean values, RLE: a 4-byte length, then the hybrid
+		// encoding of bit width 1.
+		if len(b) < 4 {
+			return fmt.Errorf("%w: RLE values past the page's end", ErrFormat)
+		}
+		l := binary.LittleEndian.Uint32(b)
+		if uint64(l) > uint64(len(b)-4) {
+			return fmt.Errorf("%w: RLE values of %d bytes past the page's end", ErrFormat, l)
+		}
+		d.idx.init(b[4:4+l], 1)
+	default:
 		switch {
 		case len(b) == 0:
 			// No index, not even the bit width: a page of nulls (as

@@ -19,10 +19,10 @@
 //
 //   - top-level, non-repeated leaf columns (max repetition level 0, max
 //     definition level 0 or 1);
-//   - physical INT32, INT64, FLOAT, DOUBLE and BYTE_ARRAY;
+//   - physical BOOLEAN, INT32, INT64, FLOAT, DOUBLE and BYTE_ARRAY;
 //   - DATA_PAGE and DATA_PAGE_V2 pages after at most one DICTIONARY_PAGE;
-//     values PLAIN, PLAIN_DICTIONARY or RLE_DICTIONARY, definition levels
-//     RLE;
+//     values PLAIN, PLAIN_DICTIONARY or RLE_DICTIONARY (booleans: PLAIN,
+//     bit-packed, or RLE, never a dictionary), definition levels RLE;
 //   - codecs UNCOMPRESSED, SNAPPY, GZIP and ZSTD (arrow-go's codecs, after
 //     package codecbound has checked that a page's own bytes bound its
 //     decompression by its uncompressed size).
@@ -33,8 +33,8 @@
 // decoded, so that the caller can use another decoder for the chunk.
 //
 // The output is the stored values as they are, typed as Column.Type says:
-// the caller chooses a type whose values those are (int32, date32 or
-// decimal32 for INT32; int64, decimal64 or a timestamp of the stored unit
+// the caller chooses a type whose values those are (bool for BOOLEAN;
+// int32, date32 or decimal32 for INT32; int64, decimal64 or a timestamp of the stored unit
 // for INT64; float32; float64; string or binary, or a dictionary<int32,
 // string or binary> whose dictionary is the chunk's dictionary page).
 package flatdec
@@ -102,6 +102,8 @@ func Supported(c Column) error {
 		ok = id == arrow.INT32 || id == arrow.DATE32 || id == arrow.DECIMAL32
 	case parquet.Types.Int64:
 		ok = id == arrow.INT64 || id == arrow.DECIMAL64 || id == arrow.TIMESTAMP
+	case parquet.Types.Boolean:
+		ok = id == arrow.BOOL
 	case parquet.Types.Float:
 		ok = id == arrow.FLOAT32
 	case parquet.Types.Double:
@@ -165,6 +167,9 @@ func pages(c Column, chunk []byte) ([]page, error) {
 			if p.encoding != encPlain && p.encoding != encPlainDictionary {
 				return nil, fmt.Errorf("%w: dictionary page of encoding %d", ErrUnsupported, p.encoding)
 			}
+			if c.Physical == parquet.Types.Boolean {
+				return nil, fmt.Errorf("%w: a dictionary of booleans", ErrUnsupported)
+			}
 			dict = true
 		case pageData, pageDataV2:
 			if err := checkData(c, p, dict); err != nil {
@@ -183,7 +188,15 @@ func checkData(c Column, p page, dict bool) error {
 		if dictOut(c) {
 			return fmt.Errorf("%w: a plain page in a column read as a dictionary", ErrUnsupported)
 		}
+	case encRLE:
+		// RLE values: booleans only (levels and indices have their own).
+		if c.Physical != parquet.Types.Boolean {
+			return fmt.Errorf("%w: RLE values of physical %s", ErrUnsupported, c.Physical)
+		}
 	case encPlainDictionary, encRLEDictionary:
+		if c.Physical == parquet.Types.Boolean {
+			return fmt.Errorf("%w: dictionary-encoded booleans", ErrUnsupported)
+		}
 		if !dict {
 			return fmt.Errorf("%w: a dictionary-encoded page without a dictionary", ErrFormat)
 		}

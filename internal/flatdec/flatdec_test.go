@@ -33,10 +33,13 @@ func testTable(t testing.TB, n int) arrow.Table {
 		{Name: "many", Type: arrow.BinaryTypes.String},
 		{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
 		{Name: "allnull", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "flag", Type: arrow.FixedWidthTypes.Boolean},
 	}, nil)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	rng := rand.New(rand.NewPCG(1, 2))
+	rngB := rand.New(rand.NewPCG(3, 4)) // the booleans' own, so the other columns stay as they were
 	for i := range n {
 		null := rng.IntN(7) == 0
 		if null {
@@ -45,13 +48,17 @@ func testTable(t testing.TB, n int) arrow.Table {
 			b.Field(4).(*array.Date32Builder).AppendNull()
 			b.Field(5).(*array.StringBuilder).AppendNull()
 			b.Field(7).(*array.BinaryBuilder).AppendNull()
+			b.Field(9).(*array.BooleanBuilder).AppendNull()
 		} else {
 			b.Field(0).(*array.Int32Builder).Append(int32(rng.IntN(50)) - 25)
 			b.Field(2).(*array.Float32Builder).Append(rng.Float32())
 			b.Field(4).(*array.Date32Builder).Append(arrow.Date32(8000 + rng.IntN(3000)))
 			b.Field(5).(*array.StringBuilder).Append(fmt.Sprintf("v%d", rng.IntN(20)))
 			b.Field(7).(*array.BinaryBuilder).Append([]byte(fmt.Sprintf("%x", rng.IntN(1000))))
+			b.Field(9).(*array.BooleanBuilder).Append(rngB.IntN(3) == 0)
 		}
+		// Runs of one value, then random bits: RLE and bit-packed runs.
+		b.Field(10).(*array.BooleanBuilder).Append(i%1000 < 400 || rngB.IntN(2) == 0)
 		b.Field(1).(*array.Int64Builder).Append(rng.Int64())
 		b.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(100)) / 4)
 		b.Field(6).(*array.StringBuilder).Append(fmt.Sprintf("row %d %s", i, bytes.Repeat([]byte("x"), rng.IntN(30))))
@@ -77,14 +84,17 @@ func variants() []variant {
 				if v2 {
 					ver = parquet.DataPageV2
 				}
-				out = append(out, variant{
-					name: fmt.Sprintf("%s/v2=%t/dict=%t", codec, v2, dict),
-					props: []parquet.WriterProperty{
-						parquet.WithCompression(codec), parquet.WithDataPageVersion(ver), parquet.WithDictionaryDefault(dict),
-						parquet.WithDataPageSize(4 << 10), parquet.WithDictionaryPageSizeLimit(16 << 10),
-						parquet.WithMaxRowGroupLength(3000), parquet.WithBatchSize(500),
-					},
-				})
+				props := []parquet.WriterProperty{
+					parquet.WithCompression(codec), parquet.WithDataPageVersion(ver), parquet.WithDictionaryDefault(dict),
+					parquet.WithDataPageSize(4 << 10), parquet.WithDictionaryPageSizeLimit(16 << 10),
+					parquet.WithMaxRowGroupLength(3000), parquet.WithBatchSize(500),
+				}
+				if v2 {
+					// Booleans RLE-encoded (as parquet-rs writes them in
+					// V2 pages; arrow-go writes them PLAIN unless told).
+					props = append(props, parquet.WithEncodingFor("ok", parquet.Encodings.RLE), parquet.WithEncodingFor("flag", parquet.Encodings.RLE))
+				}
+				out = append(out, variant{name: fmt.Sprintf("%s/v2=%t/dict=%t", codec, v2, dict), props: props})
 			}
 		}
 	}
@@ -278,21 +288,25 @@ func TestDictionaryFallback(t *testing.T) {
 // TestSupported: what the package does not decode is ErrUnsupported.
 func TestSupported(t *testing.T) {
 	t.Parallel()
-	ok := Column{Physical: parquet.Types.Int64, MaxDef: 1, Codec: compress.Codecs.Snappy, Type: arrow.PrimitiveTypes.Int64}
-	if err := Supported(ok); err != nil {
-		t.Fatal(err)
+	for _, ok := range []Column{
+		{Physical: parquet.Types.Int64, MaxDef: 1, Codec: compress.Codecs.Snappy, Type: arrow.PrimitiveTypes.Int64},
+		{Physical: parquet.Types.Boolean, MaxDef: 1, Codec: compress.Codecs.Zstd, Type: arrow.FixedWidthTypes.Boolean},
+	} {
+		if err := Supported(ok); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, c := range map[string]Column{
-		"repeated":   {Physical: parquet.Types.Int64, MaxDef: 1, MaxRep: 1, Type: arrow.PrimitiveTypes.Int64},
-		"nested":     {Physical: parquet.Types.Int64, MaxDef: 2, Type: arrow.PrimitiveTypes.Int64},
-		"widening":   {Physical: parquet.Types.Int32, Type: arrow.PrimitiveTypes.Int64},
-		"decimal128": {Physical: parquet.Types.Int64, Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}},
-		"boolean":    {Physical: parquet.Types.Boolean, Type: arrow.FixedWidthTypes.Boolean},
-		"int96":      {Physical: parquet.Types.Int96, Type: arrow.FixedWidthTypes.Timestamp_ns},
-		"fixed":      {Physical: parquet.Types.FixedLenByteArray, Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}},
-		"large":      {Physical: parquet.Types.ByteArray, Type: arrow.BinaryTypes.LargeString},
-		"brotli":     {Physical: parquet.Types.Int64, Codec: compress.Codecs.Brotli, Type: arrow.PrimitiveTypes.Int64},
-		"int8":       {Physical: parquet.Types.Int32, Type: arrow.PrimitiveTypes.Int8},
+		"repeated":        {Physical: parquet.Types.Int64, MaxDef: 1, MaxRep: 1, Type: arrow.PrimitiveTypes.Int64},
+		"nested":          {Physical: parquet.Types.Int64, MaxDef: 2, Type: arrow.PrimitiveTypes.Int64},
+		"widening":        {Physical: parquet.Types.Int32, Type: arrow.PrimitiveTypes.Int64},
+		"decimal128":      {Physical: parquet.Types.Int64, Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}},
+		"boolean as int8": {Physical: parquet.Types.Boolean, Type: arrow.PrimitiveTypes.Int8},
+		"int96":           {Physical: parquet.Types.Int96, Type: arrow.FixedWidthTypes.Timestamp_ns},
+		"fixed":           {Physical: parquet.Types.FixedLenByteArray, Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}},
+		"large":           {Physical: parquet.Types.ByteArray, Type: arrow.BinaryTypes.LargeString},
+		"brotli":          {Physical: parquet.Types.Int64, Codec: compress.Codecs.Brotli, Type: arrow.PrimitiveTypes.Int64},
+		"int8":            {Physical: parquet.Types.Int32, Type: arrow.PrimitiveTypes.Int8},
 	} {
 		if err := Supported(c); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %v, want ErrUnsupported", name, err)

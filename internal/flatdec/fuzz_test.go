@@ -24,6 +24,7 @@ var fuzzTypes = []struct {
 	{parquet.Types.ByteArray, arrow.BinaryTypes.Binary},
 	{parquet.Types.ByteArray, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.Binary}},
 	{parquet.Types.Int32, arrow.FixedWidthTypes.Date32},
+	{parquet.Types.Boolean, arrow.FixedWidthTypes.Boolean},
 }
 
 // fuzzCodecs are the codecs FuzzFlatDecode picks from.
@@ -54,37 +55,65 @@ func FuzzFlatDecode(f *testing.F) {
 	})
 }
 
-// TestWriteSeeds writes FuzzFlatDecode's seeds, with FLATDEC_WRITE_SEEDS=1.
-func TestWriteSeeds(t *testing.T) {
-	if os.Getenv("FLATDEC_WRITE_SEEDS") == "" {
-		t.Skip("set FLATDEC_WRITE_SEEDS=1 to write the seeds again")
-	}
+// TestSeeds checks that FuzzFlatDecode's seeds (testdata/fuzz/FuzzFlatDecode)
+// are the chunks arrow-go's writer writes of the test table, one a writer
+// variant, and the booleans' in a V1 (PLAIN) and a V2 (RLE) page; with
+// FLATDEC_WRITE_SEEDS=1 it writes them again.
+func TestSeeds(t *testing.T) {
 	tbl := testTable(t, 300)
 	defer tbl.Release()
 	dir := filepath.Join("testdata", "fuzz", "FuzzFlatDecode")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	seeds := map[string]string{}
+	seed := func(name string, chunk []byte, kind, codec int, c Column, batch int) {
+		seeds[name] = "go test fuzz v1\n[]byte(" + quote(chunk) + ")\nuint8(" + itoa(kind) + ")\nuint8(" + itoa(codec) + ")\nuint8(" + itoa(int(c.MaxDef)) + ")\nuint16(" + itoa(int(c.Values)) + ")\nuint16(" + itoa(batch) + ")\n"
 	}
-	kinds := map[string]uint8{"i32": 0, "i64": 1, "f32": 2, "f64": 3, "bin": 4, "s": 5, "date": 6}
+	codecOf := func(c Column) int {
+		for j, cc := range fuzzCodecs {
+			if cc == c.Codec {
+				return j
+			}
+		}
+		return 0
+	}
+	kinds := map[string]int{"i32": 0, "i64": 1, "f32": 2, "f64": 3, "bin": 4, "s": 5, "date": 6, "ok": 7, "flag": 7}
 	cols := []int{0, 1, 2, 3, 4, 5, 7}
 	for i, v := range variants() {
 		raw := write(t, tbl, v.props)
 		col := cols[i%len(cols)]
 		name := tbl.Schema().Field(col).Name
 		chunk, c := chunkOf(t, raw, 0, col, tbl.Column(col).DataType())
-		codec := 0
-		for j, cc := range fuzzCodecs {
-			if cc == c.Codec {
-				codec = j
-			}
-		}
 		kind := kinds[name]
 		if name == "s" && !dictVariant(v.name) {
 			kind = 4
 		}
-		body := "go test fuzz v1\n[]byte(" + quote(chunk) + ")\nuint8(" + itoa(int(kind)) + ")\nuint8(" + itoa(codec) + ")\nuint8(" + itoa(int(c.MaxDef)) + ")\nuint16(" + itoa(int(c.Values)) + ")\nuint16(" + itoa(100+i) + ")\n"
-		if err := os.WriteFile(filepath.Join(dir, "seed-"+itoa(i)), []byte(body), 0o644); err != nil {
+		seed("seed-"+itoa(i), chunk, kind, codecOf(c), c, 100+i)
+		if i == 1 || i == 3 { // the uncompressed V1 and V2 variants: PLAIN and RLE booleans
+			for _, col := range []int{9, 10} {
+				name := tbl.Schema().Field(col).Name
+				chunk, c := chunkOf(t, raw, 0, col, tbl.Column(col).DataType())
+				seed("seed-"+name+"-"+itoa(i), chunk, kinds[name], codecOf(c), c, 37)
+			}
+		}
+	}
+	if os.Getenv("FLATDEC_WRITE_SEEDS") != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
+		}
+		for name, body := range seeds {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	for name, body := range seeds {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("seed %s: %v (FLATDEC_WRITE_SEEDS=1 writes it)", name, err)
+			continue
+		}
+		if string(got) != body {
+			t.Errorf("seed %s differs from the chunk the writer writes now (FLATDEC_WRITE_SEEDS=1 writes it again)", name)
 		}
 	}
 }
