@@ -144,8 +144,12 @@ func (d *Decoder) Read(n int) (arr arrow.ArrayData, err error) {
 		return nil, fmt.Errorf("%w: %d values asked, %d left in the chunk", ErrFormat, n, d.left)
 	}
 	var o output
+	// o's buffers go back unless finish hands them to the array: on an
+	// error, and on a panic of the allocator too (a scan's budget panics
+	// when it is over its limit or told to yield; reader recovers it).
+	handed := false
 	defer func() {
-		if err != nil {
+		if !handed {
 			o.release()
 		}
 	}()
@@ -186,6 +190,7 @@ func (d *Decoder) Read(n int) (arr arrow.ArrayData, err error) {
 		d.pageLeft -= k
 		d.left -= int64(k)
 	}
+	handed = true
 	return d.finish(&o)
 }
 

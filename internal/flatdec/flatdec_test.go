@@ -411,3 +411,59 @@ func (d dirty) AllocateUncleared(n int) []byte {
 	}
 	return b
 }
+
+// panicky is an allocator that panics on its nth allocation, as a scan's
+// budget does when it is over its limit or told to yield.
+type panicky struct {
+	memory.Allocator
+	n int
+}
+
+func (p *panicky) Allocate(size int) []byte {
+	if p.n--; p.n == 0 {
+		panic("budget")
+	}
+	return p.Allocator.Allocate(size)
+}
+
+// TestReadPanicFrees: an allocator that panics in the middle of a Read
+// (the reader recovers it) leaves nothing allocated once the decoder is
+// released: a cancelled table scan leaked a batch's offsets and bitmap.
+func TestReadPanicFrees(t *testing.T) {
+	t.Parallel()
+	tbl := testTable(t, 3000)
+	t.Cleanup(tbl.Release)
+	raw := write(t, tbl, variants()[0].props)
+	for _, col := range []int{0, 5, 6, 9} { // nullable int32, nullable string, string, nullable boolean
+		typ := tbl.Column(col).DataType()
+		chunk, c := chunkOf(t, raw, 0, col, typ)
+		panicked := 0
+		for k := 1; k <= 6; k++ {
+			checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := &panicky{Allocator: checked, n: k}
+			d, err := New(c, chunk, mem, 1<<26)
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() {
+					if recover() != nil {
+						panicked++
+					}
+				}()
+				for d.Left() > 0 {
+					data, err := d.Read(int(min(d.Left(), 700)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					data.Release()
+				}
+			}()
+			d.Release()
+			checked.AssertSize(t, 0)
+		}
+		if panicked == 0 {
+			t.Fatalf("column %d: no allocation panicked: the test proves nothing", col)
+		}
+	}
+}
