@@ -28,6 +28,8 @@ type Decoder struct {
 	dict  bool // the arrays are dictionary arrays
 	bools bool // BOOLEAN: values one bit each (arrow's and PLAIN's)
 
+	bytesPer int64 // BYTE_ARRAY: the bytes a value of the last batch took, rounded up
+
 	pages []page // the pages not yet read
 	left  int64  // the values not yet read
 	seen  bool   // a data page was read
@@ -170,6 +172,13 @@ func (d *Decoder) Read(n int) (arr arrow.ArrayData, err error) {
 	default:
 		o.values = d.buffer(4 * (n + 1))
 		o.data = memory.NewResizableBuffer(d.mem)
+		// Room for what the last batch took a value, and an eighth more,
+		// so that a batch's strings are one buffer, not a buffer grown
+		// (and left in the scan's pool) once a doubling.
+		if d.bytesPer > 0 {
+			want := min(d.bytesPer*int64(n)+d.bytesPer*int64(n)/8, math.MaxInt32)
+			o.data.Reserve(int(want))
+		}
 	}
 	o.vb = o.values.Bytes()
 	if d.w == 0 && !d.dict && !d.bools {
@@ -210,6 +219,7 @@ func (d *Decoder) finish(o *output) (arrow.ArrayData, error) {
 		out = array.NewData(d.c.Type, o.n, []*memory.Buffer{o.valid, o.values}, nil, o.nulls, 0)
 	default:
 		o.data.ResizeNoShrink(o.dlen)
+		d.bytesPer = (int64(o.dlen) + int64(o.n) - 1) / int64(o.n)
 		out = array.NewData(d.c.Type, o.n, []*memory.Buffer{o.valid, o.values, o.data}, nil, o.nulls, 0)
 	}
 	o.release() // the array holds them
