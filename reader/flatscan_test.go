@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 	"github.com/sovm/sop-pme/reader"
 	"github.com/sovm/sop-pme/writer"
 )
@@ -99,30 +100,14 @@ func columnsOf(t *testing.T, rr array.RecordReader) []arrow.Array {
 }
 
 // plainArray returns a dictionary array's values as a plain array, or a
-// as it is, retained.
+// as it is, retained (testtables.Plain).
 func plainArray(t *testing.T, a arrow.Array) arrow.Array {
-	d, ok := a.(*array.Dictionary)
-	if !ok {
-		a.Retain()
-		return a
+	t.Helper()
+	p, err := testtables.Plain(a)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b := array.NewBuilder(memory.DefaultAllocator, d.Dictionary().DataType())
-	defer b.Release()
-	for i := range d.Len() {
-		if d.IsNull(i) {
-			b.AppendNull()
-			continue
-		}
-		switch v := d.Dictionary().(type) {
-		case *array.String:
-			b.(*array.StringBuilder).Append(v.Value(d.GetValueIndex(i)))
-		case *array.Binary:
-			b.(*array.BinaryBuilder).Append(v.Value(d.GetValueIndex(i)))
-		default:
-			t.Fatalf("dictionary of %s", v.DataType())
-		}
-	}
-	return b.NewArray()
+	return p
 }
 
 // TestFlatScan: a scan by the fast path (package flatdec) returns the

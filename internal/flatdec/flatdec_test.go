@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sovm/sop-pme/internal/testkit/testtables"
 )
 
 // testTable returns a table of every type the package decodes, n rows,
@@ -155,30 +157,15 @@ func decodeAll(t testing.TB, chunk []byte, c Column, batch int, mem memory.Alloc
 	return out
 }
 
-// plainOf returns a dictionary array's values as a plain array.
+// plainOf returns a dictionary array's values as a plain array, or a as
+// it is, retained (testtables.Plain).
 func plainOf(t testing.TB, a arrow.Array) arrow.Array {
-	d, ok := a.(*array.Dictionary)
-	if !ok {
-		a.Retain()
-		return a
+	t.Helper()
+	p, err := testtables.Plain(a)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b := array.NewBuilder(memory.DefaultAllocator, d.Dictionary().DataType())
-	defer b.Release()
-	for i := range d.Len() {
-		if d.IsNull(i) {
-			b.AppendNull()
-			continue
-		}
-		switch v := d.Dictionary().(type) {
-		case *array.String:
-			b.(*array.StringBuilder).Append(v.Value(d.GetValueIndex(i)))
-		case *array.Binary:
-			b.(*array.BinaryBuilder).Append(v.Value(d.GetValueIndex(i)))
-		default:
-			t.Fatalf("dictionary of %s", v.DataType())
-		}
-	}
-	return b.NewArray()
+	return p
 }
 
 // TestDifferential: every chunk arrow-go's writer writes of the test table,

@@ -13,7 +13,7 @@
 //   - residue: finds the files under a directory that still hold a piece
 //     of some bytes, for tests of deletion;
 //   - testtables: tables of every type the writer takes, with edge values
-//     and nulls;
+//     and nulls, and Plain, a dictionary array's values as a plain array;
 //   - vectors: the SOP-PME-1 test vectors in testdata/vectors, and their
 //     generator.
 //
