@@ -27,31 +27,10 @@ import (
 // the pkarr relay and DNS server of our iroh (1.4.1).
 const dnsServerVersion = "1.4.1"
 
-// dnsServerBinary returns iroh-dns-server's path: $SOP_PME_IROH_DNS_SERVER,
-// or where .ci/install-dns-server puts it. Missing, the test skips, or
-// fails under CI=true.
-func dnsServerBinary(t *testing.T) string {
-	t.Helper()
-	need := func(format string, a ...any) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format+" (CI=true: a missing tool is a failure; run .ci/install-dns-server)", a...)
-		}
-		t.Skipf(format+" (skipped; .ci/install-dns-server installs iroh-dns-server)", a...)
-	}
-	p := os.Getenv("SOP_PME_IROH_DNS_SERVER")
-	if p == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			need("no home directory to find iroh-dns-server in: %v", err)
-		}
-		p = filepath.Join(home, ".cache", "sop-pme", "bin", "iroh-dns-server-"+dnsServerVersion, "bin", "iroh-dns-server")
-	}
-	if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		need("no iroh-dns-server binary at %s (or set SOP_PME_IROH_DNS_SERVER)", p)
-	}
-	return p
-}
+// dnsServerTool is iroh-dns-server, which .ci/install-dns-server
+// installs.
+var dnsServerTool = cachedTool{name: "iroh-dns-server", env: "SOP_PME_IROH_DNS_SERVER",
+	rel: "iroh-dns-server-" + dnsServerVersion + "/bin/iroh-dns-server", install: ".ci/install-dns-server"}
 
 // syncBuffer is a bytes.Buffer safe for a process's output and a test's
 // reads at once.
@@ -91,7 +70,7 @@ type dnsServer struct {
 // test's cleanup stops it.
 func startDNSServer(t *testing.T) *dnsServer {
 	t.Helper()
-	bin := dnsServerBinary(t)
+	bin := dnsServerTool.path(t)
 	dir := t.TempDir()
 	port, dport, mport := freePort(t), freePort(t), freePort(t)
 	cfg := fmt.Sprintf(`pkarr_put_rate_limit = "disabled"

@@ -23,32 +23,9 @@ import (
 // server of our iroh (1.4.1).
 const relayVersion = "1.4.1"
 
-// relayBinary returns iroh-relay's path: $SOP_PME_IROH_RELAY, or where
-// .ci/install-relay puts it. Missing, the test skips, or fails under
-// CI=true.
-func relayBinary(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("SOP_PME_IROH_RELAY")
-	if p == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			needRelay(t, "no home directory to find iroh-relay in: %v", err)
-		}
-		p = filepath.Join(home, ".cache", "sop-pme", "bin", "iroh-relay-"+relayVersion, "bin", "iroh-relay")
-	}
-	if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		needRelay(t, "no iroh-relay binary at %s (or set SOP_PME_IROH_RELAY)", p)
-	}
-	return p
-}
-
-func needRelay(t *testing.T, format string, a ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true: a missing tool is a failure; run .ci/install-relay)", a...)
-	}
-	t.Skipf(format+" (skipped; .ci/install-relay installs iroh-relay)", a...)
-}
+// relayTool is iroh-relay, which .ci/install-relay installs.
+var relayTool = cachedTool{name: "iroh-relay", env: "SOP_PME_IROH_RELAY",
+	rel: "iroh-relay-" + relayVersion + "/bin/iroh-relay", install: ".ci/install-relay"}
 
 // startRelay runs iroh-relay in dev mode (plain HTTP, no QUIC address
 // discovery) with its relay and its metrics bound to 127.0.0.1 only (the
@@ -57,7 +34,7 @@ func needRelay(t *testing.T, format string, a ...any) {
 // function reading its metrics. The test's cleanup stops it.
 func startRelay(t *testing.T) (string, func() string) {
 	t.Helper()
-	bin := relayBinary(t)
+	bin := relayTool.path(t)
 	dir := t.TempDir()
 	port, mport := freePort(t), freePort(t)
 	cfg := fmt.Sprintf("enable_relay = true\nhttp_bind_addr = \"127.0.0.1:%d\"\nenable_quic_addr_discovery = false\nenable_metrics = true\nmetrics_bind_addr = \"127.0.0.1:%d\"\n", port, mport)

@@ -17,32 +17,9 @@ import (
 // sendmeVersion is the sendme .ci/install-sendme installs.
 const sendmeVersion = "0.37.1"
 
-// sendmeBinary returns sendme's path: $SOP_PME_SENDME, or where
-// .ci/install-sendme puts it. Missing, the test skips, or fails under
-// CI=true.
-func sendmeBinary(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("SOP_PME_SENDME")
-	if p == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			needSendme(t, "no home directory to find sendme in: %v", err)
-		}
-		p = filepath.Join(home, ".cache", "sop-pme", "bin", "sendme-"+sendmeVersion, "bin", "sendme")
-	}
-	if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		needSendme(t, "no sendme binary at %s (or set SOP_PME_SENDME)", p)
-	}
-	return p
-}
-
-func needSendme(t *testing.T, format string, a ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true: a missing tool is a failure; run .ci/install-sendme)", a...)
-	}
-	t.Skipf(format+" (skipped; .ci/install-sendme installs sendme)", a...)
-}
+// sendmeTool is sendme, which .ci/install-sendme installs.
+var sendmeTool = cachedTool{name: "sendme", env: "SOP_PME_SENDME",
+	rel: "sendme-" + sendmeVersion + "/bin/sendme", install: ".ci/install-sendme"}
 
 // TestIrohSendme reads an object from an iroh node that is not ours:
 // sendme 0.37.1 (iroh 1.3, iroh-blobs 0.103) sends the object's file, and
@@ -56,7 +33,7 @@ func needSendme(t *testing.T, format string, a ...any) {
 // network namespace of its own with only loopback (unshare -n, ip link set
 // lo up), as TestKMSReal does.
 func TestIrohSendme(t *testing.T) {
-	if !inLoopbackNetns(t, "TestIrohSendme", []string{"SOP_PME_TEST_IROH_BINARY=" + irohBinary(t), "SOP_PME_SENDME=" + sendmeBinary(t)}, needSendme) {
+	if !inLoopbackNetns(t, "TestIrohSendme", []string{"SOP_PME_TEST_IROH_BINARY=" + irohBinary(t), "SOP_PME_SENDME=" + sendmeTool.path(t)}, sendmeTool.need) {
 		return
 	}
 	sendmeInNetns(t)

@@ -34,32 +34,9 @@ const (
 	testAWSSecret = "sopPmeTestSecret/9f3c1e7a2b5d4c6e8f0a1b2c3d4e5f6a"
 )
 
-// needTool fails the test under CI=true, where every tool must be there,
-// and skips it otherwise.
-func needTool(t *testing.T, format string, a ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true: a missing tool is a failure; run .ci/install-kms)", a...)
-	}
-	t.Skipf(format+" (skipped; .ci/install-kms installs local-kms)", a...)
-}
-
-// localKMS returns the local-kms binary's path.
-func localKMS(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("SOP_PME_LOCAL_KMS")
-	if p == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			needTool(t, "no home directory to find local-kms in: %v", err)
-		}
-		p = filepath.Join(home, ".cache", "sop-pme", "bin", "local-kms-"+localKMSVersion, "local-kms")
-	}
-	if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		needTool(t, "no local-kms binary at %s (or set SOP_PME_LOCAL_KMS)", p)
-	}
-	return p
-}
+// localKMSTool is local-kms, which .ci/install-kms installs.
+var localKMSTool = cachedTool{name: "local-kms", env: "SOP_PME_LOCAL_KMS",
+	rel: "local-kms-" + localKMSVersion + "/local-kms", install: ".ci/install-kms"}
 
 // TestKMSReal runs the command against a real AWS KMS API server,
 // local-kms, with awskms:// URLs: import and export under a KMS key; keys
@@ -75,7 +52,7 @@ func localKMS(t *testing.T) string {
 // nothing inside reaches out. The binary is built, and the modules read,
 // before it enters the namespace.
 func TestKMSReal(t *testing.T) {
-	if !inLoopbackNetns(t, "TestKMSReal", []string{"SOP_PME_TEST_SOP_BINARY=" + sopBinary(t), "SOP_PME_LOCAL_KMS=" + localKMS(t)}, needTool) {
+	if !inLoopbackNetns(t, "TestKMSReal", []string{"SOP_PME_TEST_SOP_BINARY=" + sopBinary(t), "SOP_PME_LOCAL_KMS=" + localKMSTool.path(t)}, localKMSTool.need) {
 		return
 	}
 	kmsInNetns(t)
