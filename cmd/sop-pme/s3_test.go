@@ -239,6 +239,11 @@ func TestS3StoreURL(t *testing.T) {
 		t.Errorf("ls --store URL:\n%s", r)
 	}
 	noSecret(t, r)
+	// whole_outboard (s3.WithWholeOutboard) is taken, and checked.
+	r = e.run(nil, "verify", "--store", srv.url("whole_outboard=1048576"), res.StorageID)
+	if r.code != 0 {
+		t.Errorf("verify --store URL&whole_outboard=1048576:\n%s", r)
+	}
 
 	for _, c := range []struct {
 		url  string
@@ -247,6 +252,7 @@ func TestS3StoreURL(t *testing.T) {
 	}{
 		{srv.url("bogus=1"), exitUsage, []string{`unknown parameter "bogus"`, "s3://" + s3TestBucket + "/" + s3TestPrefix}},
 		{srv.url("region=eu-west-1"), exitUsage, []string{"region", "2 times"}},
+		{srv.url("whole_outboard=4MiB"), exitUsage, []string{"whole_outboard", "number of bytes"}},
 		{"s3://" + s3TestAccess + ":" + s3TestSecret + "@" + s3TestBucket + "/p?endpoint=" + srv.endpoint, exitUsage, []string{"credentials in a store URL are refused", "AWS_SECRET_ACCESS_KEY"}},
 		{"gs://bucket/p", exitUsage, []string{`scheme "gs"`}},
 		{"s3:///p?endpoint=" + srv.endpoint, exitUsage, []string{"no bucket"}},

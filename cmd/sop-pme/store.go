@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -85,8 +86,10 @@ func isStoreURL(v string) bool {
 }
 
 // storeURLParams are the query parameters an s3:// store URL may carry
-// (see s3.Open).
-var storeURLParams = []string{"endpoint", "region", "use_path_style", "s3ForcePathStyle", "profile", "disable_https", "awssdk"}
+// (see s3.Open): gocloud.dev's s3blob ones, and whole_outboard=N
+// (s3.WithWholeOutboard: outboards of up to N bytes fetched whole, in one
+// request).
+var storeURLParams = []string{"endpoint", "region", "use_path_style", "s3ForcePathStyle", "profile", "disable_https", "awssdk", "whole_outboard"}
 
 // checkStoreURL checks the form of an s3:// store URL and returns its name
 // for messages: s3://bucket/prefix, no query. Credentials in the URL are
@@ -125,6 +128,11 @@ func checkStoreURL(raw string) (string, error) {
 		}
 		if len(vs) > 1 {
 			return "", usagef("--store %s: parameter %s given %d times", name, k, len(vs))
+		}
+		if k == "whole_outboard" {
+			if n, err := strconv.ParseInt(vs[0], 10, 64); err != nil || n < 0 || n > s3.MaxWholeOutboard {
+				return "", usagef("--store %s: whole_outboard=%q: want a number of bytes from 0 to %d", name, vs[0], s3.MaxWholeOutboard)
+			}
 		}
 	}
 	return name, nil
