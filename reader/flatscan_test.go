@@ -115,8 +115,8 @@ func plainArray(t *testing.T, a arrow.Array) arrow.Array {
 // every codec and page version, with and without dictionaries, for every
 // projection and the scan options that change the types (WithDictionaries,
 // WithNarrowDecimals), sequential and parallel; and it is the fast path
-// that decodes the row groups (none when the decimal128, which it does
-// not decode, is projected).
+// that decodes the row groups (none when the decimal stored as a
+// FIXED_LEN_BYTE_ARRAY, which it does not decode, is projected).
 func TestFlatScan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -272,6 +272,81 @@ func TestFlatScanMixed(t *testing.T) {
 		}
 		if flat != 2 {
 			t.Errorf("parallelism %d: %d of 4 row groups by the fast path, want the first 2", par, flat)
+		}
+	}
+}
+
+// TestFlatScanIntDecimals: decimals stored as INT32 and INT64 (as
+// parquet-rs, DuckDB and TPC-H's generator write them) go by the fast path
+// whether the scan reads them as decimal128 (the default) or narrow
+// (WithNarrowDecimals), with the values and types arrow-go's decoder gives.
+func TestFlatScanIntDecimals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "d9", Type: &arrow.Decimal128Type{Precision: 9, Scale: 2}, Nullable: true},
+		{Name: "d15", Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := range 3000 {
+		if i%11 == 3 {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i*37%20001) - 10000))
+		}
+		b.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i)*-123_456_789 + 7))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var plain bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithStoreDecimalAsInteger(true),
+		parquet.WithMaxRowGroupLength(1000), parquet.WithDataPageSize(1<<10))
+	if err := pqarrow.WriteTable(array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), &plain, 1000, props, pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	st := newMemStore()
+	obj, err := writer.SealFile(ctx, st, bytes.NewReader(plain.Bytes()), int64(plain.Len()), writer.WithAssignFieldIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opts := range map[string][]reader.ScanOption{
+		"default":  {reader.WithParallelism(1), reader.WithBatchSize(300)},
+		"parallel": {reader.WithParallelism(2)},
+		"narrow":   {reader.WithNarrowDecimals()},
+	} {
+		before := reader.FlatRowGroups(r)
+		rr, err := r.Scan(ctx, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := rr.Schema()
+		got := columnsOf(t, rr)
+		flat := reader.FlatRowGroups(r) - before
+		rr, err = r.Scan(ctx, append(opts, reader.WithArrowDecoder())...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sc.Equal(rr.Schema()) {
+			t.Errorf("%s: schema %s, arrow-go's %s", name, sc, rr.Schema())
+		}
+		if name != "narrow" && sc.Field(1).Type.ID() != arrow.DECIMAL128 {
+			t.Errorf("%s: read as %s", name, sc.Field(1).Type)
+		}
+		want := columnsOf(t, rr)
+		for i := range got {
+			if !array.Equal(got[i], want[i]) {
+				t.Errorf("%s: column %d differs from arrow-go's", name, i)
+			}
+			got[i].Release()
+			want[i].Release()
+		}
+		if flat != 3 {
+			t.Errorf("%s: %d of 3 row groups by the fast path", name, flat)
 		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 // TestFlatScanLineitem (go test -tags tpch; make tpch generates the file):
 // TPC-H sf1 lineitem as tpchgen-cli writes it (parquet-rs), sealed byte
 // for byte, scans to the same values by the fast path as by arrow-go's
-// decoder, WithNarrowDecimals, with and without WithDictionaries, and
+// decoder, its decimals as decimal128 (the default) or narrow
+// (WithNarrowDecimals), with and without WithDictionaries, and
 // every row group goes by the fast path.
 func TestFlatScanLineitem(t *testing.T) {
 	home, _ := os.UserHomeDir()
@@ -46,6 +47,7 @@ func TestFlatScanLineitem(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, opts := range map[string][]reader.ScanOption{
+		"default":     {reader.WithParallelism(2)},
 		"narrow":      {reader.WithNarrowDecimals(), reader.WithParallelism(1)},
 		"narrow+dict": {reader.WithNarrowDecimals(), reader.WithDictionaries(), reader.WithParallelism(2)},
 	} {

@@ -25,6 +25,7 @@ type Decoder struct {
 	mem   memory.Allocator
 	limit int
 	w     int  // the byte width of a fixed-width value, or 0
+	wide  bool // INT32 or INT64 values read as decimal128 (16 bytes each)
 	dict  bool // the arrays are dictionary arrays
 	bools bool // BOOLEAN: values one bit each (arrow's and PLAIN's)
 
@@ -64,8 +65,8 @@ func New(c Column, chunk []byte, mem memory.Allocator, limit int) (*Decoder, err
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{c: c, mem: mem, limit: limit, w: width(c.Physical), dict: dictOut(c), bools: c.Physical == parquet.Types.Boolean,
-		pages: ps, left: c.Values}, nil
+	return &Decoder{c: c, mem: mem, limit: limit, w: width(c.Physical), wide: c.Type.ID() == arrow.DECIMAL128,
+		dict: dictOut(c), bools: c.Physical == parquet.Types.Boolean, pages: ps, left: c.Values}, nil
 }
 
 // Left returns the values not yet read.
@@ -167,6 +168,8 @@ func (d *Decoder) Read(n int) (arr arrow.ArrayData, err error) {
 		clear(o.values.Bytes()) // bits are set, not written
 	case d.dict:
 		o.values = d.buffer(4 * n)
+	case d.wide:
+		o.values = d.buffer(16 * n)
 	case d.w > 0:
 		o.values = d.buffer(d.w * n)
 	default:
@@ -272,6 +275,14 @@ func (d *Decoder) run(o *output, at, k int) error {
 		if levels != nil {
 			spread(dst, m, levels)
 		}
+	case d.wide:
+		// The stored values at the start of the batch's slots, then
+		// widened in place (widen).
+		dst := o.vb[16*at : 16*(at+k)]
+		if err := d.fixed(dst[:d.w*m], m); err != nil {
+			return err
+		}
+		widen(dst, d.w, m, levels)
 	case d.w == 4:
 		dst := o.vb[4*at : 4*(at+k)]
 		if err := d.fixed(dst[:4*m], m); err != nil {
@@ -341,6 +352,32 @@ func spread[T uint32 | uint64](dst []T, m int, levels []uint32) {
 		} else {
 			dst[i] = 0
 		}
+	}
+}
+
+// widen makes the m INT32 or INT64 values (of width w) at the start of
+// dst decimal128 values (16 bytes each, the low 64 bits first, as Arrow
+// stores them), sign-extended, in the slots whose level is 1 (every slot if
+// levels is nil), zeroing the others. It goes backwards: slot i's bytes
+// start at 16i, past the values j < i still to be moved, which end by w·i.
+func widen(dst []byte, w, m int, levels []uint32) {
+	k := len(dst) / 16
+	j := m - 1
+	for i := k - 1; i >= 0; i-- {
+		var v int64
+		if levels == nil || levels[i] != 0 {
+			if j < 0 {
+				break // cannot happen: m counts the levels of 1
+			}
+			if w == 4 {
+				v = int64(int32(binary.LittleEndian.Uint32(dst[4*j:])))
+			} else {
+				v = int64(binary.LittleEndian.Uint64(dst[8*j:]))
+			}
+			j--
+		}
+		binary.LittleEndian.PutUint64(dst[16*i:], uint64(v))
+		binary.LittleEndian.PutUint64(dst[16*i+8:], uint64(v>>63))
 	}
 }
 

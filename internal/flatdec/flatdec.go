@@ -34,9 +34,11 @@
 //
 // The output is the stored values as they are, typed as Column.Type says:
 // the caller chooses a type whose values those are (bool for BOOLEAN;
-// int32, date32 or decimal32 for INT32; int64, decimal64 or a timestamp of the stored unit
-// for INT64; float32; float64; string or binary, or a dictionary<int32,
-// string or binary> whose dictionary is the chunk's dictionary page).
+// int32, date32 or decimal32 for INT32; int64, decimal64 or a timestamp
+// of the stored unit for INT64; decimal128 for either, the stored value
+// sign-extended, as arrow-go reads integer decimals by default; float32;
+// float64; string or binary, or a dictionary<int32, string or binary>
+// whose dictionary is the chunk's dictionary page).
 package flatdec
 
 import (
@@ -99,9 +101,9 @@ func Supported(c Column) error {
 	ok := false
 	switch c.Physical {
 	case parquet.Types.Int32:
-		ok = id == arrow.INT32 || id == arrow.DATE32 || id == arrow.DECIMAL32
+		ok = id == arrow.INT32 || id == arrow.DATE32 || id == arrow.DECIMAL32 || id == arrow.DECIMAL128
 	case parquet.Types.Int64:
-		ok = id == arrow.INT64 || id == arrow.DECIMAL64 || id == arrow.TIMESTAMP
+		ok = id == arrow.INT64 || id == arrow.DECIMAL64 || id == arrow.DECIMAL128 || id == arrow.TIMESTAMP
 	case parquet.Types.Boolean:
 		ok = id == arrow.BOOL
 	case parquet.Types.Float:

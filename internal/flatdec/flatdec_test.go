@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -254,6 +255,84 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// TestDecimal128: INT32 and INT64 decimals, which arrow-go reads as
+// decimal128 unless told otherwise, decode to arrow-go's values as
+// decimal128, negative ones and nulls included, in every codec, page
+// version and with or without dictionaries.
+func TestDecimal128(t *testing.T) {
+	t.Parallel()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "d9", Type: &arrow.Decimal128Type{Precision: 9, Scale: 2}, Nullable: true},
+		{Name: "d15", Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}, Nullable: true},
+		{Name: "d18", Type: &arrow.Decimal128Type{Precision: 18, Scale: 0}},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 6000 {
+		if i%9 == 4 {
+			b.Field(0).AppendNull()
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(0).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(rng.IntN(2_000_000)) - 1_000_000))
+			b.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(rng.Int64N(2e14) - 1e14))
+		}
+		b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64([]int64{-999_999_999_999_999_999, -1, 0, 999_999_999_999_999_999}[i%4] / int64(1+i%3)))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
+	rec.Release()
+	t.Cleanup(tbl.Release)
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			raw := write(t, tbl, append(v.props[:len(v.props):len(v.props)], parquet.WithStoreDecimalAsInteger(true)))
+			got, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(raw), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer checked.AssertSize(t, 0)
+			for col := range int(got.NumCols()) {
+				typ := got.Column(col).DataType()
+				if typ.ID() != arrow.DECIMAL128 {
+					t.Fatalf("arrow-go reads %s as %s", got.Schema().Field(col).Name, typ)
+				}
+				var row int64
+				for rg := range 2 {
+					chunk, c := chunkOf(t, raw, rg, col, typ)
+					if want := []parquet.Type{parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Int64}[col]; c.Physical != want {
+						t.Fatalf("column %d stored as %s, want %s", col, c.Physical, want)
+					}
+					want := array.NewChunkedSlice(got.Column(col).Data(), row, row+c.Values)
+					wantArr, err := array.Concatenate(want.Chunks(), memory.DefaultAllocator)
+					want.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, batch := range []int{1, 1000, 3000} {
+						arrs := decodeAll(t, chunk, c, batch, dirty{checked})
+						all, err := array.Concatenate(arrs, memory.DefaultAllocator)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, a := range arrs {
+							a.Release()
+						}
+						if !array.Equal(all, wantArr) {
+							t.Errorf("row group %d column %s in batches of %d: values differ", rg, got.Schema().Field(col).Name, batch)
+						}
+						all.Release()
+					}
+					wantArr.Release()
+					row += c.Values
+				}
+			}
+		})
+	}
+}
+
 // TestDictionaryFallback: a chunk whose dictionary filled up midway
 // (plain pages after dictionary ones) decodes as a plain array, and is
 // not supported as a dictionary array.
@@ -287,7 +366,7 @@ func TestSupported(t *testing.T) {
 		"repeated":        {Physical: parquet.Types.Int64, MaxDef: 1, MaxRep: 1, Type: arrow.PrimitiveTypes.Int64},
 		"nested":          {Physical: parquet.Types.Int64, MaxDef: 2, Type: arrow.PrimitiveTypes.Int64},
 		"widening":        {Physical: parquet.Types.Int32, Type: arrow.PrimitiveTypes.Int64},
-		"decimal128":      {Physical: parquet.Types.Int64, Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}},
+		"decimal256":      {Physical: parquet.Types.Int64, Type: &arrow.Decimal256Type{Precision: 15, Scale: 2}},
 		"boolean as int8": {Physical: parquet.Types.Boolean, Type: arrow.PrimitiveTypes.Int8},
 		"int96":           {Physical: parquet.Types.Int96, Type: arrow.FixedWidthTypes.Timestamp_ns},
 		"fixed":           {Physical: parquet.Types.FixedLenByteArray, Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}},
