@@ -37,7 +37,7 @@ func storedSchema(kvs []pme.KeyValue) *arrowfb.Schema {
 }
 
 // fileReader returns arrow-go's reader of pf, in the object's Arrow types
-// (but for extension types arrow-go cannot read, which scanSchema and
+// (but for extension types arrow-go cannot read, which pqtypes.ScanSchema and
 // scanReader restore), and the fields of the object's Arrow schema.
 func (r *Reader) fileReader(pf *file.Reader, props pqarrow.ArrowReadProperties, mem memory.Allocator) (*pqarrow.FileReader, []arrow.Field, error) {
 	fr, err := pqarrow.NewFileReader(pf, props, mem)
@@ -46,21 +46,6 @@ func (r *Reader) fileReader(pf *file.Reader, props pqarrow.ArrowReadProperties, 
 	}
 	fields, _ := pqtypes.Apply(r.meta.Schema, fr.Manifest, r.stored)
 	return fr, fields, nil
-}
-
-// scanSchema returns the schema of a scan whose record reader reads in
-// got: each field in its type in want, the object's schema or
-// NarrowDecimalSchema (projected as got is).
-func scanSchema(want, got *arrow.Schema) *arrow.Schema {
-	fields := make([]arrow.Field, got.NumFields())
-	for i, f := range got.Fields() {
-		if idx := want.FieldIndices(f.Name); len(idx) == 1 {
-			f.Type = pqtypes.Retype(want.Field(idx[0]).Type, f.Type)
-		}
-		fields[i] = f
-	}
-	md := got.Metadata()
-	return arrow.NewSchema(fields, &md)
 }
 
 // retype makes the current batch of arrow-go's record reader the scan's:

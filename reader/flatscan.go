@@ -8,9 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/sovm/sop-pme/internal/flatdec"
 	"github.com/sovm/sop-pme/internal/pagebound/pagecheck"
 )
@@ -77,10 +75,7 @@ type flatPlan struct {
 
 // planFlat returns the plan of a scan of leaf columns cols (nil: every
 // one) in the types of sc, or nil if some projected column is not one
-// flatdec decodes, as the footer and the scan's types say: a top-level,
-// non-repeated leaf of a physical type flatdec decodes, read as a type
-// whose values are the stored ones (see flatdec.Supported), a timestamp
-// of the stored unit.
+// flatdec decodes, as the footer and the scan's types say (flatdec.Leaf).
 func (r *Reader) planFlat(cfg *scanConfig, cols []int, sc *arrow.Schema) *flatPlan {
 	if cfg.arrowOnly || sc.NumFields() == 0 {
 		return nil
@@ -101,22 +96,11 @@ func (r *Reader) planFlat(cfg *scanConfig, cols []int, sc *arrow.Schema) *flatPl
 			return nil
 		}
 		col := ps.Column(j)
-		path := col.ColumnPath()
-		f := sc.Field(i)
-		if len(path) != 1 || path[0] != f.Name {
+		if path := col.ColumnPath(); len(path) != 1 || path[0] != sc.Field(i).Name {
 			return nil
 		}
-		c := flatdec.Column{Physical: col.PhysicalType(), MaxDef: col.MaxDefinitionLevel(), MaxRep: col.MaxRepetitionLevel(), Codec: compress.Codecs.Uncompressed, Type: f.Type}
-		if flatdec.Supported(c) != nil {
+		if _, err := flatdec.Leaf(col, sc.Field(i).Type); err != nil {
 			return nil
-		}
-		if ts, ok := f.Type.(*arrow.TimestampType); ok {
-			lt, ok := col.LogicalType().(schema.TimestampLogicalType)
-			if !ok || ts.Unit != map[schema.TimeUnitType]arrow.TimeUnit{
-				schema.TimeUnitMillis: arrow.Millisecond, schema.TimeUnitMicros: arrow.Microsecond, schema.TimeUnitNanos: arrow.Nanosecond,
-			}[lt.TimeUnit()] || lt.TimeUnit() == schema.TimeUnitUnknown {
-				return nil
-			}
 		}
 	}
 	return &flatPlan{schema: sc, leaves: leaves, batch: cfg.batch}

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/sovm/sop-pme/internal/flatdec"
 )
 
 // WithDictionaries makes the scan return each top-level string or binary
@@ -73,13 +74,6 @@ func (r *Reader) dictFields(fields []arrow.Field, anyPage bool) []arrow.Field {
 	return out
 }
 
-// Page types of the footer's page encoding statistics (parquet.thrift).
-const (
-	pageData       = 0
-	pageDictionary = 2
-	pageDataV2     = 3
-)
-
 // allDictionary reports whether the footer says that every chunk of leaf
 // column col has a dictionary page and dictionary-encoded data pages only
 // (with anyPage, a dictionary page): worked out once for every column, on
@@ -111,56 +105,11 @@ func (r *Reader) dictionaryEncoded(col int, anyPage bool) bool {
 		if err != nil || !cc.HasDictionaryPage() {
 			return false
 		}
-		if anyPage {
-			continue
-		}
-		stats := cc.EncodingStats()
-		if len(stats) == 0 && !dictionaryOnly(cc.Encodings()) {
-			return false
-		}
-		data := len(stats) == 0
-		for _, s := range stats {
-			switch s.PageType {
-			case pageData, pageDataV2:
-				if !isDictionary(s.Encoding) {
-					return false
-				}
-				data = true
-			case pageDictionary:
-			default:
-				return false
-			}
-		}
-		if !data {
+		if !anyPage && !flatdec.DictionaryOnly(cc) {
 			return false
 		}
 	}
 	return true
-}
-
-// isDictionary reports whether data pages of encoding e are
-// dictionary-encoded.
-func isDictionary(e parquet.Encoding) bool {
-	return e == parquet.Encodings.RLEDict || e == parquet.Encodings.PlainDict
-}
-
-// dictionaryOnly reports whether a chunk's encodings, from a footer
-// without page encoding statistics (DuckDB writes none), leave its data
-// pages no encoding but a dictionary's: a dictionary encoding, and level
-// encodings only (DuckDB lists PLAIN_DICTIONARY alone; a writer that lists
-// PLAIN may mean its dictionary page or plain data pages).
-func dictionaryOnly(encs []parquet.Encoding) bool {
-	dict := false
-	for _, e := range encs {
-		switch {
-		case isDictionary(e):
-			dict = true
-		case e == parquet.Encodings.RLE || e == parquet.Encodings.BitPacked:
-		default:
-			return false
-		}
-	}
-	return dict
 }
 
 // readDict makes pqarrow read, in m, each top-level column that fields

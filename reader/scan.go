@@ -115,7 +115,7 @@ func (r *Reader) Scan(ctx context.Context, opts ...ScanOption) (array.RecordRead
 		return nil, err
 	}
 	planScan(ctx, r.vr, r.grid, cols, rgs)
-	sc := scanSchema(want, rr.Schema())
+	sc := pqtypes.ScanSchema(want, rr.Schema())
 	flat := r.planFlat(&cfg, cols, sc)
 	if par := cfg.workers(len(rgs)); par > 1 {
 		view.close()

@@ -23,11 +23,14 @@ import (
 // 1, a required column whose values run short; parquet-testing's
 // bad_data/ARROW-GH-45185 and ARROW-GH-47662), and the reader would refuse
 // the object for ever. So each row group is decoded as the reader decodes
-// it (arrow-go's pqarrow, every column, in batches of the reader's
-// default size, within the reader's default memory limit for a scan of
-// it), from its pages as they were sealed (seal.Sealer.OnRowGroupFile),
+// it, from its pages as they were sealed (seal.Sealer.OnRowGroupFile),
 // while the next row groups are sealed (decodepool.go) and before the
-// object is published. Nothing decoded is kept.
+// object is published. Nothing decoded is kept. The reader's scan decodes
+// a row group with package flatdec or with arrow-go's pqarrow, by the
+// columns it projects and their pages (decodeflat.go): each chunk is
+// decoded here by every decoder some scan would decode it with, in batches
+// of the reader's default size, within the reader's default memory limit
+// for a scan of it.
 
 // errDecodeLimit is what decodeRowGroup's allocator panics with beyond its
 // limit.
@@ -89,20 +92,21 @@ func decodeRowGroup(ctx context.Context, f io.ReaderAt, size int64) (err error) 
 		stored, _ = arrowfb.DecodeSchemaEntry([]byte(*v))
 	}
 	fields, _ := pqtypes.Apply(md.Schema, fr.Manifest, stored)
+	pqtypes.ReadDates(md.Schema, fr.Manifest) // as the reader's scan reads dates
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return fmt.Errorf("%w: the rows do not decode: %v", ErrPlaintextParquet, err)
 	}
 	defer rr.Release()
-	got := rr.Schema()
-	retyped := make([]arrow.Field, got.NumFields())
-	for i, fd := range got.Fields() {
-		if i < len(fields) && fields[i].Name == fd.Name {
-			fd.Type = pqtypes.Retype(fields[i].Type, fd.Type)
-		}
-		retyped[i] = fd
+	// The scan's types, as the reader's scan of every column has them.
+	sc := pqtypes.ScanSchema(arrow.NewSchema(fields, nil), rr.Schema())
+	// The row group's chunks that the reader's scan decodes with package
+	// flatdec are decoded so here; if it may decode some with arrow-go's
+	// record reader instead, the row group is decoded so too.
+	arrowToo, err := decodeFlat(ctx, f, size, md, sc, mem, batchLimit)
+	if err != nil || !arrowToo {
+		return err
 	}
-	sc := arrow.NewSchema(retyped, nil)
 	var rows int64
 	for {
 		mem.begin(batchLimit)

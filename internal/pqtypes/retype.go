@@ -284,3 +284,19 @@ func (r *RecordReader) Release() {
 	}
 	r.RecordReader.Release()
 }
+
+// ScanSchema returns the schema of a scan whose record reader reads in
+// got: each field in its type in want (the object's Arrow schema, or its
+// narrow or dictionary variant, projected as got is), by Retype. The
+// reader's scan and the writer's decode check both type their batches so.
+func ScanSchema(want, got *arrow.Schema) *arrow.Schema {
+	fields := make([]arrow.Field, got.NumFields())
+	for i, f := range got.Fields() {
+		if idx := want.FieldIndices(f.Name); len(idx) == 1 {
+			f.Type = Retype(want.Field(idx[0]).Type, f.Type)
+		}
+		fields[i] = f
+	}
+	md := got.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
