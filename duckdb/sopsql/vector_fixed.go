@@ -270,6 +270,20 @@ func narrowDecimalWriter[V decimal.Decimal32 | decimal.Decimal64](p, s int32) ve
 			return err
 		}
 		copy(vecData[V](v, n), src)
+		// The least and greatest value first, without a branch a value
+		// (min and max compile to conditional moves); a vector with a
+		// value out of range (a null's slot may hold any value) is looked
+		// at value by value.
+		if len(src) == 0 {
+			return nil
+		}
+		lo, hi := int64(src[0]), int64(src[0])
+		for _, x := range src {
+			lo, hi = min(lo, int64(x)), max(hi, int64(x))
+		}
+		if lo > -int64(limit) && hi < int64(limit) {
+			return nil
+		}
 		for i, x := range src {
 			// |x| < limit, with x + limit - 1 in [0, 2 limit - 2] as a uint64.
 			if uint64(int64(x))+(limit-1) > 2*(limit-1) && (!nulls || valid(mask, i)) {

@@ -310,6 +310,26 @@ func TestBulkEdges(t *testing.T) {
 		mapping.DestroyVector(&v)
 		mapping.DestroyLogicalType(&c.typ)
 	}
+
+	// A null's slot may hold any value: one beyond the precision there is
+	// not refused (the vector's least and greatest value are out of range,
+	// so each value is looked at).
+	vals := []int64{-999_999_999_999_999, 1_000_000_000_000_000, 999_999_999_999_999}
+	buf := memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(vals))
+	validity := memory.NewBufferBytes([]byte{0b101})
+	nullSlot := array.MakeFromData(array.NewData(&arrow.Decimal64Type{Precision: 15, Scale: 2}, 3, []*memory.Buffer{validity, buf}, nil, 1, 0))
+	defer nullSlot.Release()
+	cols, err := columns(arrow.NewSchema([]arrow.Field{{Name: "c", Type: nullSlot.DataType(), Nullable: true}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := mapping.CreateDecimalType(15, 2)
+	defer mapping.DestroyLogicalType(&typ)
+	v := mapping.CreateVector(typ, mapping.IdxT(duckdb.GetDataChunkCapacity()))
+	defer mapping.DestroyVector(&v)
+	if err := cols[0].write(&writeState{}, v, nullSlot, 0, 3); err != nil {
+		t.Errorf("a null slot beyond the precision: %v", err)
+	}
 }
 
 // decimals returns a decimal128(p, 0) array of vs.
