@@ -35,6 +35,8 @@ func decodeFlat(ctx context.Context, f io.ReaderAt, size int64, md *metadata.Fil
 	rg := md.RowGroup(0)
 	rows := rg.NumRows()
 	ps := md.Schema
+	var buf []byte
+	defer func() { clear(buf) }()
 	if ps.NumColumns() != sc.NumFields() {
 		return true, nil // nested columns: arrow-go's alone
 	}
@@ -65,7 +67,14 @@ func decodeFlat(ctx context.Context, f io.ReaderAt, size int64, md *metadata.Fil
 		if start < 4 || n <= 0 || start > size || n > size-start {
 			return false, fmt.Errorf("%w: column %d's chunk [%d, +%d) is outside the file of %d bytes", ErrPlaintextParquet, j, start, n, size)
 		}
-		chunk := make([]byte, n) // within the file's size
+		// One buffer for the chunks, each within the file's size,
+		// cleared when it is done with (plaintext, as the sealer's
+		// copies of pages are).
+		if int64(cap(buf)) < n {
+			clear(buf)
+			buf = make([]byte, n)
+		}
+		chunk := buf[:n]
 		if _, err := f.ReadAt(chunk, start); err != nil {
 			return false, fmt.Errorf("%w: column %d: %v", ErrPlaintextParquet, j, err)
 		}
@@ -89,8 +98,9 @@ func decodeFlat(ctx context.Context, f io.ReaderAt, size int64, md *metadata.Fil
 }
 
 // decodeChunk decodes chunk, of column c, with flatdec in batches of
-// decodeBatch values, each within limit bytes of mem, and discards what it
-// decodes; it returns false if flatdec does not decode its pages.
+// decodeBatch values (flatdec's Skip: every page decoded and checked as
+// the reader's Read will, no array made), each within limit bytes of mem;
+// it returns false if flatdec does not decode its pages.
 func decodeChunk(ctx context.Context, c flatdec.Column, chunk []byte, mem *limitedAlloc, pageLimit int, limit int64) (bool, error) {
 	d, err := flatdec.New(c, chunk, mem, pageLimit)
 	if errors.Is(err, flatdec.ErrUnsupported) {
@@ -104,8 +114,15 @@ func decodeChunk(ctx context.Context, c flatdec.Column, chunk []byte, mem *limit
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
+		// Skip decodes as Read does, and fails where it would, without
+		// making the arrays; what they would hold is held to the limit
+		// as Read's allocations would be (a panic beyond it, which
+		// decodeRowGroup recovers).
 		mem.begin(limit)
-		data, err := d.Read(int(min(d.Left(), decodeBatch)))
+		n, err := d.Skip(int(min(d.Left(), decodeBatch)))
+		if err == nil {
+			mem.grow(n)
+		}
 		mem.end()
 		switch {
 		case errors.Is(err, flatdec.ErrMemoryLimit):
@@ -113,7 +130,6 @@ func decodeChunk(ctx context.Context, c flatdec.Column, chunk []byte, mem *limit
 		case err != nil:
 			return false, fmt.Errorf("%w: the rows do not decode: %v", ErrPlaintextParquet, err)
 		}
-		data.Release()
 	}
 	return true, nil
 }

@@ -54,6 +54,10 @@ type Decoder struct {
 	pageBuf  pageBuffer // decompressed pages
 	levels   []uint32
 	indices  []uint32
+
+	// Skip's buffers for a batch's validity bitmap and values (or
+	// offsets), in place of an array's.
+	skipBits, skipVals []byte
 }
 
 // New returns a Decoder of chunk, the plaintext of a chunk of column c,
@@ -90,6 +94,7 @@ func (d *Decoder) Release() {
 	d.pageBuf.release()
 	d.dictBuf.release()
 	d.dictFixed, d.levels, d.indices = nil, nil, nil
+	d.skipBits, d.skipVals = nil, nil
 }
 
 // UnclearedAllocator is an allocator that can hand out a buffer without
@@ -130,6 +135,7 @@ type output struct {
 	vb     []byte
 	data   *memory.Buffer // BYTE_ARRAY bytes
 	dlen   int
+	skip   bool // Skip's: no data buffer, dlen counts the bytes, and what cannot fail (spread, widen) is not done
 }
 
 func (o *output) release() {
@@ -184,26 +190,84 @@ func (d *Decoder) Read(n int) (arr arrow.ArrayData, err error) {
 		}
 	}
 	o.vb = o.values.Bytes()
+	if err := d.fill(&o); err != nil {
+		return nil, err
+	}
+	handed = true
+	return d.finish(&o)
+}
+
+// Skip reads the next n values (n > 0) as Read does, every page decoded
+// and every check made, and fails exactly where Read would, but makes no
+// array of them: a batch's bitmap and values go to buffers the decoder
+// keeps for the next batch, and a string's bytes are not copied. It
+// returns the bytes Read's array of those values would hold (its
+// buffers, the strings' bytes counted as they would be copied), for the
+// caller to hold to the limit Read's allocator would (a validity bitmap
+// counted even where Read's array, having no null, would have none):
+// package writer checks so that the reader will decode a chunk.
+func (d *Decoder) Skip(n int) (int64, error) {
+	if n <= 0 || int64(n) > d.left {
+		return 0, fmt.Errorf("%w: %d values asked, %d left in the chunk", ErrFormat, n, d.left)
+	}
+	o := output{n: n, skip: true}
+	var bytes int64
+	if d.c.MaxDef > 0 {
+		o.bitmap = scratchBytes(&d.skipBits, (n+7)/8)
+		clear(o.bitmap)
+		bytes += int64(len(o.bitmap))
+	}
+	switch {
+	case d.bools:
+		o.vb = scratchBytes(&d.skipVals, (n+7)/8)
+		clear(o.vb)
+	case d.dict:
+		o.vb = scratchBytes(&d.skipVals, 4*n)
+	case d.wide:
+		o.vb = scratchBytes(&d.skipVals, 16*n)
+	case d.w > 0:
+		o.vb = scratchBytes(&d.skipVals, d.w*n)
+	default:
+		o.vb = scratchBytes(&d.skipVals, 4*(n+1))
+	}
+	bytes += int64(len(o.vb))
+	if err := d.fill(&o); err != nil {
+		return 0, err
+	}
+	return bytes + int64(o.dlen), nil
+}
+
+// scratchBytes returns s with length n, grown if need be (n is at most a
+// batch's values).
+func scratchBytes(s *[]byte, n int) []byte {
+	if cap(*s) < n {
+		*s = make([]byte, n)
+	}
+	return (*s)[:n]
+}
+
+// fill reads the next o.n values into o.
+func (d *Decoder) fill(o *output) error {
+	n := o.n
 	if d.w == 0 && !d.dict && !d.bools {
 		binary.LittleEndian.PutUint32(o.vb, 0)
 	}
 	for at := 0; at < n; {
 		if d.pageLeft == 0 {
 			if err := d.nextPage(); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		k := min(n-at, d.pageLeft)
-		if err := d.run(&o, at, k); err != nil {
-			return nil, err
+		if err := d.run(o, at, k); err != nil {
+			return err
 		}
 		at += k
 		d.pageLeft -= k
 		d.left -= int64(k)
 	}
-	handed = true
-	return d.finish(&o)
+	return nil
 }
 
 // finish makes the array of o.
@@ -272,7 +336,7 @@ func (d *Decoder) run(o *output, at, k int) error {
 		if err := d.indicesInto(dst[:m]); err != nil {
 			return err
 		}
-		if levels != nil {
+		if levels != nil && !o.skip {
 			spread(dst, m, levels)
 		}
 	case d.wide:
@@ -282,13 +346,15 @@ func (d *Decoder) run(o *output, at, k int) error {
 		if err := d.fixed(dst[:d.w*m], m); err != nil {
 			return err
 		}
-		widen(dst, d.w, m, levels)
+		if !o.skip { // widen cannot fail: Skip has nothing to check
+			widen(dst, d.w, m, levels)
+		}
 	case d.w == 4:
 		dst := o.vb[4*at : 4*(at+k)]
 		if err := d.fixed(dst[:4*m], m); err != nil {
 			return err
 		}
-		if levels != nil {
+		if levels != nil && !o.skip {
 			spread(u32(dst), m, levels)
 		}
 	case d.w == 8:
@@ -296,7 +362,7 @@ func (d *Decoder) run(o *output, at, k int) error {
 		if err := d.fixed(dst[:8*m], m); err != nil {
 			return err
 		}
-		if levels != nil {
+		if levels != nil && !o.skip {
 			spread(u64(dst), m, levels)
 		}
 	default:
@@ -463,6 +529,9 @@ func (d *Decoder) grow(o *output, n int) error {
 	if need > math.MaxInt32 {
 		return fmt.Errorf("%w: a batch of more than 2 GiB of strings", ErrMemoryLimit)
 	}
+	if o.skip {
+		return nil
+	}
 	if need > o.data.Cap() {
 		o.data.Reserve(min(max(need, 2*o.data.Cap(), 4096), math.MaxInt32))
 	}
@@ -490,6 +559,10 @@ func (d *Decoder) byteArrays(o *output, at, k, m int, levels []uint32) error {
 		if err := d.grow(o, total); err != nil {
 			return err
 		}
+		if o.skip {
+			d.vals, o.dlen = b, o.dlen+total
+			return nil
+		}
 		data, pos, b := o.data.Buf(), o.dlen, d.vals
 		for i := range k {
 			if levels == nil || levels[i] != 0 {
@@ -514,6 +587,10 @@ func (d *Decoder) byteArrays(o *output, at, k, m int, levels []uint32) error {
 	}
 	if err := d.grow(o, total); err != nil {
 		return err
+	}
+	if o.skip {
+		o.dlen += total
+		return nil
 	}
 	data, dict, pos, j := o.data.Buf(), d.dictVals.Bytes(), o.dlen, 0
 	for i := range k {

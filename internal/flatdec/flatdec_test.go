@@ -413,6 +413,58 @@ func decodeTyped(t testing.TB, c Column, chunk []byte) {
 	if err != nil && !errors.Is(err, ErrFormat) && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrMemoryLimit) {
 		t.Fatalf("untyped error %v", err)
 	}
+	sameSkip(t, c, chunk, 1000, 1<<24, err)
+}
+
+// errClass names the class of a Read or Skip error.
+func errClass(err error) string {
+	for _, e := range []error{ErrFormat, ErrUnsupported, ErrMemoryLimit} {
+		if errors.Is(err, e) {
+			return e.Error()
+		}
+	}
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}
+
+// sameSkip fails t unless Skip, in batches of batch values, fails on
+// chunk as Read did (readErr): both, of one class, or neither.
+func sameSkip(t testing.TB, c Column, chunk []byte, batch, limit int, readErr error) {
+	t.Helper()
+	_, err := skipAll(c, chunk, batch, limit)
+	if errClass(err) != errClass(readErr) {
+		t.Fatalf("Skip: %v; Read: %v", err, readErr)
+	}
+}
+
+// skipAll skips chunk whole, in batches, and returns the bytes Skip
+// counted and its error.
+func skipAll(c Column, chunk []byte, batch, limit int) (int64, error) {
+	if err := Check(c, chunk); err != nil {
+		return 0, err
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	d, err := New(c, chunk, mem, limit)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		d.Release()
+		if n := mem.CurrentAlloc(); n != 0 {
+			panic(fmt.Sprintf("%d bytes not freed", n))
+		}
+	}()
+	var bytes int64
+	for d.Left() > 0 {
+		n, err := d.Skip(int(min(int64(batch), d.Left())))
+		if err != nil {
+			return bytes, err
+		}
+		bytes += n
+	}
+	return bytes, nil
 }
 
 // decodeErr decodes chunk whole, in batches, and returns its error.

@@ -32,7 +32,8 @@ var fuzzCodecs = []compress.Compression{compress.Codecs.Uncompressed, compress.C
 
 // FuzzFlatDecode: no chunk, of any column kind the package decodes, makes
 // it panic, return an untyped error, return an invalid array or keep
-// memory of the allocator; every page it decompresses is bounded by the
+// memory of the allocator; Skip fails where Read does, with an error of
+// the same class; every page it decompresses is bounded by the
 // limit (1 MiB) and every batch by the values asked. The seeds
 // (testdata/fuzz/FuzzFlatDecode) are chunks arrow-go's writer wrote, in
 // each codec and page version (FLATDEC_WRITE_SEEDS=1 go test -run TestWriteSeeds writes
@@ -52,6 +53,7 @@ func FuzzFlatDecode(f *testing.F) {
 		if err != nil && !errors.Is(err, ErrFormat) && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrMemoryLimit) {
 			t.Fatalf("untyped error %v", err)
 		}
+		sameSkip(t, c, chunk, 1+int(batch%2048), 1<<20, err)
 	})
 }
 
