@@ -15,22 +15,28 @@ import (
 	"github.com/sovm/sop-pme/internal/testkit/testtables"
 )
 
-// spoolFD waits (up to a minute) until the process pid holds open a
-// deleted file under dir, and returns its link.
+// spoolFD waits (up to a minute) until the process pid holds open a file
+// under dir that holds bytes (plaintext), and returns its link. (The file
+// is named for a moment after it is created, empty: the test looks once
+// it holds some of the input.)
 func spoolFD(t *testing.T, pid int, dir string) string {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		for _, fd := range fds {
-			l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-			if err == nil && strings.HasPrefix(l, dir+string(os.PathSeparator)) {
+			p := fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())
+			l, err := os.Readlink(p)
+			if err != nil || !strings.HasPrefix(l, dir+string(os.PathSeparator)) {
+				continue
+			}
+			if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
 				return l
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("process %d opened no file under %s", pid, dir)
+	t.Fatalf("process %d holds no file with bytes under %s", pid, dir)
 	return ""
 }
 
