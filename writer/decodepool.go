@@ -19,8 +19,9 @@ import (
 // first row group that failed, as checking them one by one would (no check
 // is cancelled by another's failure: each one ends on its own, within the
 // reader's memory limit for a batch). Memory: n row group files (their
-// rewritten pages; the other pages are read again from the input) and n
-// decoding batches.
+// rewritten pages; the other pages are read again from the input), a
+// column chunk each (decodeflat.go reads one at a time) and n decoding
+// batches.
 type decodeChecks struct {
 	ctx   context.Context
 	slots chan struct{}

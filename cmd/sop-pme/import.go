@@ -142,7 +142,8 @@ module, and nothing is encoded (page indexes and bloom filters are dropped).
 Before the object is published, each row group is decoded once as the
 reader will decode it, to check it, n at once (--parallel) while the next
 ones are sealed: sealing runs at the speed of that decoding on every core,
-in about a page and n decoding batches of memory. Compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an
+in about n column chunks (each check holds one chunk at a time) and n
+decoding batches of memory. Compressed DATA_PAGE_V2 pages, which DuckDB cannot read in an
 encrypted file, are rewritten as V1 pages, and pages of the deprecated LZ4
 codec, which DuckDB and arrow-go cannot read, as LZ4_RAW pages: decompressed
 and compressed again, nothing decoded. The rows are encoded again instead when the file cannot be sealed as
