@@ -234,21 +234,8 @@ func TestFlatScanMixed(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var plain bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryPageSizeLimit(16<<10),
+	r := sealArrowFile(t, rec, parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryPageSizeLimit(16<<10),
 		parquet.WithBatchSize(100), parquet.WithMaxRowGroupLength(1000), parquet.WithDataPageSize(1<<10))
-	if err := pqarrow.WriteTable(array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), &plain, 1000, props, pqarrow.DefaultWriterProps()); err != nil {
-		t.Fatal(err)
-	}
-	st := newMemStore()
-	obj, err := writer.SealFile(ctx, st, bytes.NewReader(plain.Bytes()), int64(plain.Len()), writer.WithAssignFieldIDs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, par := range []int{1, 2} {
 		opts := []reader.ScanOption{reader.WithAnyDictionaries(), reader.WithParallelism(par), reader.WithBatchSize(300)}
 		before := reader.FlatRowGroups(r)
@@ -299,21 +286,8 @@ func TestFlatScanIntDecimals(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var plain bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithStoreDecimalAsInteger(true),
+	r := sealArrowFile(t, rec, parquet.WithCompression(compress.Codecs.Snappy), parquet.WithStoreDecimalAsInteger(true),
 		parquet.WithMaxRowGroupLength(1000), parquet.WithDataPageSize(1<<10))
-	if err := pqarrow.WriteTable(array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), &plain, 1000, props, pqarrow.DefaultWriterProps()); err != nil {
-		t.Fatal(err)
-	}
-	st := newMemStore()
-	obj, err := writer.SealFile(ctx, st, bytes.NewReader(plain.Bytes()), int64(plain.Len()), writer.WithAssignFieldIDs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, opts := range map[string][]reader.ScanOption{
 		"default":  {reader.WithParallelism(1), reader.WithBatchSize(300)},
 		"parallel": {reader.WithParallelism(2)},
@@ -349,4 +323,28 @@ func TestFlatScanIntDecimals(t *testing.T) {
 			t.Errorf("%s: %d of 3 row groups by the fast path", name, flat)
 		}
 	}
+}
+
+// sealArrowFile writes rec as a Parquet file by arrow-go's writer with
+// props (row groups of at most 1000 rows unless props say fewer), seals it
+// byte for byte into a store in memory, and opens the object.
+func sealArrowFile(t *testing.T, rec arrow.RecordBatch, props ...parquet.WriterProperty) *reader.Reader {
+	t.Helper()
+	ctx := context.Background()
+	var plain bytes.Buffer
+	tbl := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	if err := pqarrow.WriteTable(tbl, &plain, 1000, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	st := newMemStore()
+	obj, err := writer.SealFile(ctx, st, bytes.NewReader(plain.Bytes()), int64(plain.Len()), writer.WithAssignFieldIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(ctx, st, obj.StorageID, keys{obj.StorageID: obj.DEK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
