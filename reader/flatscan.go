@@ -70,6 +70,7 @@ func (r *Reader) rowGroupReader(ctx context.Context, p *flatPlan, fr *pqarrow.Fi
 type flatPlan struct {
 	schema *arrow.Schema
 	leaves []int
+	cols   []flatdec.Column // each leaf's, as flatdec.Leaf gives it
 	batch  int64
 }
 
@@ -91,6 +92,7 @@ func (r *Reader) planFlat(cfg *scanConfig, cols []int, sc *arrow.Schema) *flatPl
 		return nil
 	}
 	ps := r.meta.Schema
+	descs := make([]flatdec.Column, len(leaves))
 	for i, j := range leaves {
 		if j < 0 || j >= ps.NumColumns() {
 			return nil
@@ -99,11 +101,13 @@ func (r *Reader) planFlat(cfg *scanConfig, cols []int, sc *arrow.Schema) *flatPl
 		if path := col.ColumnPath(); len(path) != 1 || path[0] != sc.Field(i).Name {
 			return nil
 		}
-		if _, err := flatdec.Leaf(col, sc.Field(i).Type); err != nil {
+		c, err := flatdec.Leaf(col, sc.Field(i).Type)
+		if err != nil {
 			return nil
 		}
+		descs[i] = c
 	}
-	return &flatPlan{schema: sc, leaves: leaves, batch: cfg.batch}
+	return &flatPlan{schema: sc, leaves: leaves, cols: descs, batch: cfg.batch}
 }
 
 // openFlat returns a reader of row group rg's batches by flatdec, whose
@@ -125,7 +129,12 @@ func (r *Reader) openFlat(p *flatPlan, view *plainView, rg int, mem memory.Alloc
 			f.Release()
 			return nil, nil
 		}
-		c := flatdec.Column{Physical: in.physical, MaxDef: in.maxDef, MaxRep: in.maxRep, Codec: in.codec, Values: in.values, Type: p.schema.Field(i).Type}
+		c := p.cols[i]
+		c.Codec, c.Values = in.codec, in.values
+		if c.Physical != in.physical || c.MaxDef != in.maxDef || c.MaxRep != in.maxRep {
+			f.Release()
+			return nil, nil // cannot happen: both are the footer's
+		}
 		plain, ok, err := view.held(span)
 		if err != nil {
 			f.Release()

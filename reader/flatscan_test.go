@@ -115,8 +115,8 @@ func plainArray(t *testing.T, a arrow.Array) arrow.Array {
 // every codec and page version, with and without dictionaries, for every
 // projection and the scan options that change the types (WithDictionaries,
 // WithNarrowDecimals), sequential and parallel; and it is the fast path
-// that decodes the row groups (none when the decimal stored as a
-// FIXED_LEN_BYTE_ARRAY, which it does not decode, is projected).
+// that decodes the row groups (the decimal the writer stores as a
+// FIXED_LEN_BYTE_ARRAY included).
 func TestFlatScan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -152,11 +152,11 @@ func TestFlatScan(t *testing.T) {
 						opts []reader.ScanOption
 						flat int // 1: row groups by the fast path, 0: none, -1: either
 					}{
-						{"all", nil, 0},
+						{"all", nil, 1},
 						// Plain pages in a chunk read as a dictionary send its
 						// row group to arrow-go (flatdec.ErrUnsupported).
 						{"anydict", []reader.ScanOption{reader.WithFields(noBool...), reader.WithAnyDictionaries(), reader.WithParallelism(1)}, -1},
-						{"decimal", []reader.ScanOption{reader.WithFields(append(noBool, fieldID(t, r.Schema().Field(6)))...), reader.WithNarrowDecimals()}, 0},
+						{"decimal", []reader.ScanOption{reader.WithFields(append(noBool, fieldID(t, r.Schema().Field(6)))...), reader.WithNarrowDecimals()}, 1},
 						{"flat", []reader.ScanOption{reader.WithFields(noBool...)}, 1},
 						{"bools", []reader.ScanOption{reader.WithFields(noDec...)}, 1},
 						{"bool", []reader.ScanOption{reader.WithFields(fieldID(t, r.Schema().Field(0)), fieldID(t, r.Schema().Field(r.Schema().FieldIndices("ok")[0])))}, 1},

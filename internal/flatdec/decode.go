@@ -25,7 +25,8 @@ type Decoder struct {
 	mem   memory.Allocator
 	limit int
 	w     int  // the byte width of a fixed-width value, or 0
-	wide  bool // INT32 or INT64 values read as decimal128 (16 bytes each)
+	wide  bool // values read as decimal128 (16 bytes each): INT32, INT64 or FIXED_LEN_BYTE_ARRAY
+	be    bool // FIXED_LEN_BYTE_ARRAY: big-endian values of w bytes
 	dict  bool // the arrays are dictionary arrays
 	bools bool // BOOLEAN: values one bit each (arrow's and PLAIN's)
 
@@ -69,7 +70,7 @@ func New(c Column, chunk []byte, mem memory.Allocator, limit int) (*Decoder, err
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{c: c, mem: mem, limit: limit, w: width(c.Physical), wide: c.Type.ID() == arrow.DECIMAL128,
+	return &Decoder{c: c, mem: mem, limit: limit, w: width(c), wide: c.Type.ID() == arrow.DECIMAL128, be: c.Physical == parquet.Types.FixedLenByteArray,
 		dict: dictOut(c), bools: c.Physical == parquet.Types.Boolean, pages: ps, left: c.Values}, nil
 }
 
@@ -346,7 +347,11 @@ func (d *Decoder) run(o *output, at, k int) error {
 		if err := d.fixed(dst[:d.w*m], m); err != nil {
 			return err
 		}
-		if !o.skip { // widen cannot fail: Skip has nothing to check
+		switch { // widen cannot fail: Skip has nothing to check
+		case o.skip:
+		case d.be:
+			widenBE(dst, d.w, m, levels)
+		default:
 			widen(dst, d.w, m, levels)
 		}
 	case d.w == 4:
@@ -447,6 +452,36 @@ func widen(dst []byte, w, m int, levels []uint32) {
 	}
 }
 
+// widenBE is widen for FIXED_LEN_BYTE_ARRAY decimals of w bytes (1 to
+// 16), big-endian two's complement: each becomes a decimal128, the low 64
+// bits first, sign-extended. Backwards, as widen: slot i's bytes start at
+// 16i, past the values j < i still to be moved, which end by w·i.
+func widenBE(dst []byte, w, m int, levels []uint32) {
+	k := len(dst) / 16
+	j := m - 1
+	var be [16]byte
+	for i := k - 1; i >= 0; i-- {
+		var lo, hi uint64
+		if levels == nil || levels[i] != 0 {
+			if j < 0 {
+				break // cannot happen: m counts the levels of 1
+			}
+			fill := byte(0)
+			if dst[w*j]&0x80 != 0 {
+				fill = 0xff
+			}
+			for b := range 16 - w {
+				be[b] = fill
+			}
+			copy(be[16-w:], dst[w*j:w*j+w])
+			hi, lo = binary.BigEndian.Uint64(be[:8]), binary.BigEndian.Uint64(be[8:])
+			j--
+		}
+		binary.LittleEndian.PutUint64(dst[16*i:], lo)
+		binary.LittleEndian.PutUint64(dst[16*i+8:], hi)
+	}
+}
+
 // u32 and u64 view a buffer of little-endian values as native ones (the
 // platforms arrow-go runs on are little-endian).
 func u32(b []byte) []uint32 {
@@ -494,10 +529,13 @@ func (d *Decoder) fixed(dst []byte, m int) error {
 	// The indices a few hundred at a time, so that they stay in the
 	// first-level cache between their decoding and the gather.
 	var buf [gatherRun]uint32
-	if d.w == 4 {
+	switch d.w {
+	case 4:
 		return gather(u32(dst), u32(d.dictFixed), &d.idx, buf[:])
+	case 8:
+		return gather(u64(dst), u64(d.dictFixed), &d.idx, buf[:])
 	}
-	return gather(u64(dst), u64(d.dictFixed), &d.idx, buf[:])
+	return gatherBytes(dst, d.dictFixed, d.w, &d.idx, buf[:])
 }
 
 // gatherRun is how many indices gather decodes at a time.
@@ -519,6 +557,25 @@ func gather[T uint32 | uint64](out, dict []T, h *hybrid, buf []uint32) error {
 			o[i] = dict[v]
 		}
 		out = out[len(idx):]
+	}
+	return nil
+}
+
+// gatherBytes is gather for values of w bytes (FIXED_LEN_BYTE_ARRAY).
+func gatherBytes(out, dict []byte, w int, h *hybrid, buf []uint32) error {
+	n := uint32(len(dict) / w)
+	for len(out) > 0 {
+		idx := buf[:min(len(buf), len(out)/w)]
+		if err := h.read(idx); err != nil {
+			return err
+		}
+		for i, v := range idx {
+			if v >= n {
+				return fmt.Errorf("%w: dictionary index %d of %d", ErrFormat, v, n)
+			}
+			copy(out[i*w:(i+1)*w], dict[int(v)*w:])
+		}
+		out = out[len(idx)*w:]
 	}
 	return nil
 }
@@ -711,7 +768,7 @@ func (d *Decoder) readDictionary(p page) error {
 		// The values as they are, where they are: in the decompressed
 		// page (dictBuf), or the chunk itself if it is aligned for them.
 		d.dictFixed = b[:n*d.w]
-		if n > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(d.w) != 0 {
+		if n > 0 && (d.w == 4 || d.w == 8) && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(d.w) != 0 {
 			d.dictFixed = append(make([]byte, 0, n*d.w), d.dictFixed...)
 		}
 	} else {

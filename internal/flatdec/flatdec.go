@@ -19,7 +19,8 @@
 //
 //   - top-level, non-repeated leaf columns (max repetition level 0, max
 //     definition level 0 or 1);
-//   - physical BOOLEAN, INT32, INT64, FLOAT, DOUBLE and BYTE_ARRAY;
+//   - physical BOOLEAN, INT32, INT64, FLOAT, DOUBLE and BYTE_ARRAY, and
+//     FIXED_LEN_BYTE_ARRAY decimals of up to 16 bytes;
 //   - DATA_PAGE and DATA_PAGE_V2 pages after at most one DICTIONARY_PAGE;
 //     values PLAIN, PLAIN_DICTIONARY or RLE_DICTIONARY (booleans: PLAIN,
 //     bit-packed, or RLE, never a dictionary), definition levels RLE;
@@ -36,7 +37,8 @@
 // the caller chooses a type whose values those are (bool for BOOLEAN;
 // int32, date32 or decimal32 for INT32; int64, decimal64 or a timestamp
 // of the stored unit for INT64; decimal128 for either, the stored value
-// sign-extended, as arrow-go reads integer decimals by default; float32;
+// sign-extended, as arrow-go reads integer decimals by default, and for
+// FIXED_LEN_BYTE_ARRAY decimals (big-endian); float32;
 // float64; string or binary, or a dictionary<int32, string or binary>
 // whose dictionary is the chunk's dictionary page).
 package flatdec
@@ -73,6 +75,9 @@ type Column struct {
 	Physical       parquet.Type
 	MaxDef, MaxRep int16
 	Codec          compress.Compression
+	// TypeLength is a FIXED_LEN_BYTE_ARRAY's byte width (its schema
+	// element's type_length).
+	TypeLength int
 	// Values is the chunk's ColumnMetaData.num_values: its rows, the
 	// column being flat.
 	Values int64
@@ -110,6 +115,10 @@ func Supported(c Column) error {
 		ok = id == arrow.FLOAT32
 	case parquet.Types.Double:
 		ok = id == arrow.FLOAT64
+	case parquet.Types.FixedLenByteArray:
+		// Decimals, big-endian two's complement, as arrow-go writes
+		// decimal128 unless told to store them as integers.
+		ok = id == arrow.DECIMAL128 && c.TypeLength >= 1 && c.TypeLength <= 16
 	case parquet.Types.ByteArray:
 		ok = id == arrow.STRING || id == arrow.BINARY
 		if dt, isDict := c.Type.(*arrow.DictionaryType); isDict {
@@ -123,9 +132,12 @@ func Supported(c Column) error {
 	return nil
 }
 
-// width returns the byte width of a fixed-width physical type, or 0.
-func width(t parquet.Type) int {
-	switch t {
+// width returns the byte width of c's values if they are of a fixed
+// width, or 0.
+func width(c Column) int {
+	switch c.Physical {
+	case parquet.Types.FixedLenByteArray:
+		return c.TypeLength
 	case parquet.Types.Int32, parquet.Types.Float:
 		return 4
 	case parquet.Types.Int64, parquet.Types.Double:

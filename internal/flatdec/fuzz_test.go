@@ -25,6 +25,8 @@ var fuzzTypes = []struct {
 	{parquet.Types.ByteArray, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.Binary}},
 	{parquet.Types.Int32, arrow.FixedWidthTypes.Date32},
 	{parquet.Types.Boolean, arrow.FixedWidthTypes.Boolean},
+	{parquet.Types.Int64, &arrow.Decimal128Type{Precision: 18, Scale: 2}},
+	{parquet.Types.FixedLenByteArray, &arrow.Decimal128Type{Precision: 38, Scale: 2}}, // of 1 to 16 bytes, by maxDef's upper bits
 }
 
 // fuzzCodecs are the codecs FuzzFlatDecode picks from.
@@ -48,6 +50,7 @@ func FuzzFlatDecode(f *testing.F) {
 		c := Column{
 			Physical: k.physical, Type: k.typ, MaxDef: int16(maxDef % 2),
 			Codec: fuzzCodecs[int(codec)%len(fuzzCodecs)], Values: int64(values),
+			TypeLength: 1 + int(maxDef/2)%16,
 		}
 		err := decodeErr(c, chunk, 1+int(batch%2048), 1<<20)
 		if err != nil && !errors.Is(err, ErrFormat) && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrMemoryLimit) {

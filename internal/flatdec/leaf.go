@@ -23,7 +23,8 @@ func Leaf(col *schema.Column, t arrow.DataType) (Column, error) {
 	if path := col.ColumnPath(); len(path) != 1 {
 		return Column{}, fmt.Errorf("%w: leaf %s is not a top-level field", ErrUnsupported, path)
 	}
-	c := Column{Physical: col.PhysicalType(), MaxDef: col.MaxDefinitionLevel(), MaxRep: col.MaxRepetitionLevel(), Codec: compress.Codecs.Uncompressed, Type: t}
+	c := Column{Physical: col.PhysicalType(), MaxDef: col.MaxDefinitionLevel(), MaxRep: col.MaxRepetitionLevel(), Codec: compress.Codecs.Uncompressed, Type: t,
+		TypeLength: col.TypeLength()}
 	if err := Supported(c); err != nil {
 		return Column{}, err
 	}
