@@ -30,7 +30,7 @@ func flatRecord(n int) arrow.RecordBatch {
 		{Name: "f64", Type: arrow.PrimitiveTypes.Float64},
 		{Name: "date", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
 		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
-		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}, Nullable: true},
+		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 30, Scale: 2}, Nullable: true}, // FIXED_LEN_BYTE_ARRAY (13 bytes)
 		{Name: "flag", Type: &arrow.StringType{}, Nullable: true},
 		{Name: "comment", Type: arrow.BinaryTypes.String},
 		{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},

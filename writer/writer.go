@@ -170,6 +170,12 @@ func (cfg config) parquetProps(extra ...parquet.WriterProperty) *parquet.WriterP
 		parquet.WithDataPageVersion(version),
 		parquet.WithDictionaryDefault(cfg.dictionary != dictionaryOff),
 		parquet.WithStats(true),
+		// Decimals of up to 18 digits as integers, as DuckDB and
+		// parquet-rs write them (INT32 up to 9 digits, INT64 up to 18;
+		// wider ones FIXED_LEN_BYTE_ARRAY): a scan WithNarrowDecimals
+		// hands them to DuckDB as they are stored, where arrow-go's
+		// default FIXED_LEN_BYTE_ARRAY is converted value by value.
+		parquet.WithStoreDecimalAsInteger(true),
 		// SOP-PME-1, as DuckDB, has no page index and no bloom filters.
 		parquet.WithPageIndexEnabled(false),
 		parquet.WithBloomFilterEnabled(false),
