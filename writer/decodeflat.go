@@ -37,16 +37,16 @@ func decodeFlat(ctx context.Context, f io.ReaderAt, size int64, md *metadata.Fil
 	ps := md.Schema
 	var buf []byte
 	defer func() { clear(buf) }()
-	if ps.NumColumns() != sc.NumFields() {
-		return true, nil // nested columns: arrow-go's alone
-	}
 	for j := range ps.NumColumns() {
+		// The leaf's top-level field: a flat column beside nested ones
+		// is read by flatdec when a scan projects it alone.
 		col := ps.Column(j)
-		if path := col.ColumnPath(); len(path) != 1 || path[0] != sc.Field(j).Name {
+		i := ps.Root().FieldIndexByField(ps.ColumnRoot(j))
+		if path := col.ColumnPath(); len(path) != 1 || i < 0 || i >= sc.NumFields() || path[0] != sc.Field(i).Name {
 			arrowToo = true
 			continue
 		}
-		c, err := flatdec.Leaf(col, sc.Field(j).Type)
+		c, err := flatdec.Leaf(col, sc.Field(i).Type)
 		if err != nil {
 			arrowToo = true
 			continue
