@@ -286,50 +286,62 @@ func TestDecimal128(t *testing.T) {
 	for _, v := range variants() {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			raw := write(t, tbl, append(v.props[:len(v.props):len(v.props)], parquet.WithStoreDecimalAsInteger(true)))
-			got, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(raw), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+			props := append(v.props[:len(v.props):len(v.props)], parquet.WithStoreDecimalAsInteger(true))
+			decodesAsArrowGo(t, tbl, props, []int{1, 1000, 3000}, func(col int, c Column) {
+				if want := []parquet.Type{parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Int64}[col]; c.Physical != want {
+					t.Fatalf("column %d stored as %s, want %s", col, c.Physical, want)
+				}
+			})
+		})
+	}
+}
+
+// decodesAsArrowGo writes tbl with props, and checks that each chunk of
+// its first two row groups decodes, in batches of each size, to the values
+// arrow-go's reader reads, in arrow-go's type, and that Skip takes it;
+// check is called on each chunk's description first.
+func decodesAsArrowGo(t *testing.T, tbl arrow.Table, props []parquet.WriterProperty, batches []int, check func(col int, c Column)) {
+	t.Helper()
+	raw := write(t, tbl, props)
+	got, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(raw), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	for col := range int(got.NumCols()) {
+		typ := got.Column(col).DataType()
+		var row int64
+		for rg := range 2 {
+			chunk, c := chunkOf(t, raw, rg, col, typ)
+			check(col, c)
+			want := array.NewChunkedSlice(got.Column(col).Data(), row, row+c.Values)
+			wantArr, err := array.Concatenate(want.Chunks(), memory.DefaultAllocator)
+			want.Release()
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer got.Release()
-			checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer checked.AssertSize(t, 0)
-			for col := range int(got.NumCols()) {
-				typ := got.Column(col).DataType()
-				if typ.ID() != arrow.DECIMAL128 {
-					t.Fatalf("arrow-go reads %s as %s", got.Schema().Field(col).Name, typ)
+			for _, batch := range batches {
+				arrs := decodeAll(t, chunk, c, batch, dirty{checked})
+				all, err := array.Concatenate(arrs, memory.DefaultAllocator)
+				if err != nil {
+					t.Fatal(err)
 				}
-				var row int64
-				for rg := range 2 {
-					chunk, c := chunkOf(t, raw, rg, col, typ)
-					if want := []parquet.Type{parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Int64}[col]; c.Physical != want {
-						t.Fatalf("column %d stored as %s, want %s", col, c.Physical, want)
-					}
-					want := array.NewChunkedSlice(got.Column(col).Data(), row, row+c.Values)
-					wantArr, err := array.Concatenate(want.Chunks(), memory.DefaultAllocator)
-					want.Release()
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, batch := range []int{1, 1000, 3000} {
-						arrs := decodeAll(t, chunk, c, batch, dirty{checked})
-						all, err := array.Concatenate(arrs, memory.DefaultAllocator)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, a := range arrs {
-							a.Release()
-						}
-						if !array.Equal(all, wantArr) {
-							t.Errorf("row group %d column %s in batches of %d: values differ", rg, got.Schema().Field(col).Name, batch)
-						}
-						all.Release()
-					}
-					wantArr.Release()
-					row += c.Values
+				for _, a := range arrs {
+					a.Release()
 				}
+				if !array.Equal(all, wantArr) {
+					t.Errorf("row group %d column %s (%s, %d bytes) in batches of %d: values differ", rg, got.Schema().Field(col).Name, c.Physical, c.TypeLength, batch)
+				}
+				all.Release()
 			}
-		})
+			if _, err := skipAll(c, chunk, 1000, 1<<26); err != nil {
+				t.Errorf("Skip: %v", err)
+			}
+			wantArr.Release()
+			row += c.Values
+		}
 	}
 }
 
@@ -665,52 +677,11 @@ func TestDecimalFLBA(t *testing.T) {
 	for _, v := range variants() {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			raw := write(t, tbl, v.props)
-			got, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(raw), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer got.Release()
-			checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer checked.AssertSize(t, 0)
-			for col := range int(got.NumCols()) {
-				typ := got.Column(col).DataType()
-				var row int64
-				for rg := range 2 {
-					chunk, c := chunkOf(t, raw, rg, col, typ)
-					if c.Physical != parquet.Types.FixedLenByteArray {
-						t.Fatalf("column %d stored as %s", col, c.Physical)
-					}
-					if c.TypeLength < 1 || c.TypeLength > 16 {
-						t.Fatalf("column %d of %d bytes", col, c.TypeLength)
-					}
-					want := array.NewChunkedSlice(got.Column(col).Data(), row, row+c.Values)
-					wantArr, err := array.Concatenate(want.Chunks(), memory.DefaultAllocator)
-					want.Release()
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, batch := range []int{1, 999, 3000} {
-						arrs := decodeAll(t, chunk, c, batch, dirty{checked})
-						all, err := array.Concatenate(arrs, memory.DefaultAllocator)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, a := range arrs {
-							a.Release()
-						}
-						if !array.Equal(all, wantArr) {
-							t.Errorf("row group %d column %s (%d bytes) in batches of %d: values differ", rg, got.Schema().Field(col).Name, c.TypeLength, batch)
-						}
-						all.Release()
-					}
-					if _, err := skipAll(c, chunk, 1000, 1<<26); err != nil {
-						t.Errorf("Skip: %v", err)
-					}
-					wantArr.Release()
-					row += c.Values
+			decodesAsArrowGo(t, tbl, v.props, []int{1, 999, 3000}, func(col int, c Column) {
+				if c.Physical != parquet.Types.FixedLenByteArray || c.TypeLength < 1 || c.TypeLength > 16 {
+					t.Fatalf("column %d stored as %s of %d bytes", col, c.Physical, c.TypeLength)
 				}
-			}
+			})
 		})
 	}
 }
