@@ -26,8 +26,9 @@ import (
 // reader's default size, each within limit bytes of mem; and decodeFlat
 // reports whether some projection of the row group goes to arrow-go: a
 // column flatdec does not decode, or a chunk whose pages it does not.
-// Decimals need no second type: those flatdec decodes (INT32 and INT64)
-// it decodes as decimal128 and narrow alike.
+// Decimals need no second type: flatdec decodes INT32 and INT64 ones as
+// decimal128 and narrow alike, and WithNarrowDecimals leaves
+// FIXED_LEN_BYTE_ARRAY ones decimal128.
 func decodeFlat(ctx context.Context, f io.ReaderAt, size int64, md *metadata.FileMetaData, sc *arrow.Schema, mem *limitedAlloc, limit int64) (arrowToo bool, err error) {
 	if md.NumRowGroups() != 1 {
 		return true, nil
