@@ -19,9 +19,9 @@ import (
 	"github.com/sovm/sop-pme/writer"
 )
 
-// flatRecord returns n rows of every type the fast path decodes (and a
-// boolean and a decimal128, which our writer stores in a
-// FIXED_LEN_BYTE_ARRAY, which it does not), with nulls.
+// flatRecord returns n rows of every type the fast path decodes, a
+// boolean and a decimal of 30 digits (which the writer stores as a
+// FIXED_LEN_BYTE_ARRAY) included, with nulls.
 func flatRecord(n int) arrow.RecordBatch {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
