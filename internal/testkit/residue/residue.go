@@ -6,6 +6,7 @@ package residue
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,7 +20,8 @@ const Piece = 64
 
 // Files returns the regular files under dir that hold a Piece-byte piece
 // of data: the pieces at every multiple of Piece, and the last Piece bytes.
-// data must be at least Piece bytes long.
+// data must be at least Piece bytes long. A file that is removed while
+// Files looks (by a process deleting under dir) is not one of them.
 func Files(dir string, data []byte) ([]string, error) {
 	if len(data) < Piece {
 		return nil, fmt.Errorf("residue: %d bytes, fewer than a piece of %d", len(data), Piece)
@@ -31,10 +33,18 @@ func Files(dir string, data []byte) ([]string, error) {
 	pieces = append(pieces, data[len(data)-Piece:])
 	var hits []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		// A file or directory removed while the walk goes (the process
+		// that deletes is still at work) holds nothing any more.
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
 		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
