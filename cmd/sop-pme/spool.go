@@ -26,10 +26,11 @@ type importSource struct {
 }
 
 // source opens the input at path ("-" for stdin), called name in errors.
-// A Parquet file needs random access: one from a stdin pipe is spooled to a
-// private temporary file (spoolStdin), so that it is sealed byte for byte
-// as the same file given by path is, rather than read into memory and
-// encoded again. The bytes spooled are counted on onRead.
+// A Parquet file needs random access: one from a pipe (stdin, or a FIFO
+// given by path) is spooled to a private temporary file (spoolStdin), so
+// that it is sealed byte for byte as the same file given by path is,
+// rather than read into memory and encoded again. The bytes spooled are
+// counted on onRead.
 func (im *importer) source(ctx context.Context, path, name string, onRead func(int)) (*importSource, error) {
 	if path != "-" {
 		f, err := os.Open(path)
@@ -38,6 +39,11 @@ func (im *importer) source(ctx context.Context, path, name string, onRead func(i
 		} else if err != nil {
 			return nil, about(name, err)
 		}
+		if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			// A FIFO, a device or a socket: read once, in order, as a
+			// stdin pipe is.
+			return im.pipeSource(ctx, f, name, f.Close, onRead)
+		}
 		return &importSource{file: f, close: f.Close}, nil
 	}
 	none := func() error { return nil }
@@ -45,18 +51,30 @@ func (im *importer) source(ctx context.Context, path, name string, onRead func(i
 		// A file redirected to stdin: read as it is, as by path.
 		return &importSource{file: os.Stdin, close: none}, nil
 	}
-	br := bufio.NewReaderSize(os.Stdin, 1<<16)
+	return im.pipeSource(ctx, os.Stdin, name, none, onRead)
+}
+
+// pipeSource is source's input r, read once in order (a pipe): a Parquet
+// file (by --format, or by its first bytes) spooled, anything else a
+// stream. closeIn closes r.
+func (im *importer) pipeSource(ctx context.Context, r io.Reader, name string, closeIn func() error, onRead func(int)) (*importSource, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
 	if im.f == formats.Parquet || im.f == "" {
 		head, _ := br.Peek(4)
 		if im.f == formats.Parquet || bytes.Equal(head, []byte("PAR1")) {
 			f, cleanup, err := spoolStdin(ctx, spoolCounter{br, onRead})
+			closeErr := closeIn()
 			if err != nil {
 				return nil, about(name, err)
+			}
+			if closeErr != nil {
+				cleanup()
+				return nil, about(name, closeErr)
 			}
 			return &importSource{file: f, spooled: true, close: cleanup}, nil
 		}
 	}
-	return &importSource{stream: br, close: none}, nil
+	return &importSource{stream: br, close: closeIn}, nil
 }
 
 // spoolStdin copies the Parquet file read from r (stdin) into a private
