@@ -167,32 +167,7 @@ func TestFlatScan(t *testing.T) {
 						{"sequential", []reader.ScanOption{reader.WithFields(noBool...), reader.WithParallelism(1), reader.WithBatchSize(333)}, 1},
 						{"rowgroups", []reader.ScanOption{reader.WithFields(noBool...), reader.WithRowGroups(3, 1), reader.WithParallelism(1)}, 1},
 					} {
-						before := reader.FlatRowGroups(r)
-						rr, err := r.Scan(ctx, c.opts...)
-						if err != nil {
-							t.Fatal(err)
-						}
-						sc := rr.Schema()
-						got := columnsOf(t, rr)
-						flat := reader.FlatRowGroups(r) - before
-						rr, err = r.Scan(ctx, append(c.opts, reader.WithArrowDecoder())...)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if !sc.Equal(rr.Schema()) {
-							t.Errorf("%s: schema %s, arrow-go's %s", c.name, sc, rr.Schema())
-						}
-						want := columnsOf(t, rr)
-						if len(got) != len(want) {
-							t.Fatalf("%s: %d columns, arrow-go %d", c.name, len(got), len(want))
-						}
-						for i := range got {
-							if !array.Equal(got[i], want[i]) {
-								t.Errorf("%s: column %s differs from arrow-go's", c.name, sc.Field(i).Name)
-							}
-							got[i].Release()
-							want[i].Release()
-						}
+						flat, _ := scanBothWays(t, r, c.name, c.opts)
 						if (c.flat == 1 && flat == 0) || (c.flat == 0 && flat != 0) {
 							t.Errorf("%s: %d row groups by the fast path", c.name, flat)
 						}
@@ -212,7 +187,6 @@ func TestFlatScan(t *testing.T) {
 // pages: a Parquet file arrow-go writes so, sealed byte for byte.
 func TestFlatScanMixed(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -238,25 +212,7 @@ func TestFlatScanMixed(t *testing.T) {
 		parquet.WithBatchSize(100), parquet.WithMaxRowGroupLength(1000), parquet.WithDataPageSize(1<<10))
 	for _, par := range []int{1, 2} {
 		opts := []reader.ScanOption{reader.WithAnyDictionaries(), reader.WithParallelism(par), reader.WithBatchSize(300)}
-		before := reader.FlatRowGroups(r)
-		rr, err := r.Scan(ctx, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := columnsOf(t, rr)
-		flat := reader.FlatRowGroups(r) - before
-		rr, err = r.Scan(ctx, append(opts, reader.WithArrowDecoder())...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := columnsOf(t, rr)
-		for i := range got {
-			if !array.Equal(got[i], want[i]) {
-				t.Errorf("parallelism %d: column %d differs from arrow-go's", par, i)
-			}
-			got[i].Release()
-			want[i].Release()
-		}
+		flat, _ := scanBothWays(t, r, fmt.Sprint("parallelism ", par), opts)
 		if flat != 2 {
 			t.Errorf("parallelism %d: %d of 4 row groups by the fast path, want the first 2", par, flat)
 		}
@@ -269,7 +225,6 @@ func TestFlatScanMixed(t *testing.T) {
 // (WithNarrowDecimals), with the values and types arrow-go's decoder gives.
 func TestFlatScanIntDecimals(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "d9", Type: &arrow.Decimal128Type{Precision: 9, Scale: 2}, Nullable: true},
 		{Name: "d15", Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}},
@@ -293,31 +248,9 @@ func TestFlatScanIntDecimals(t *testing.T) {
 		"parallel": {reader.WithParallelism(2)},
 		"narrow":   {reader.WithNarrowDecimals()},
 	} {
-		before := reader.FlatRowGroups(r)
-		rr, err := r.Scan(ctx, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := rr.Schema()
-		got := columnsOf(t, rr)
-		flat := reader.FlatRowGroups(r) - before
-		rr, err = r.Scan(ctx, append(opts, reader.WithArrowDecoder())...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sc.Equal(rr.Schema()) {
-			t.Errorf("%s: schema %s, arrow-go's %s", name, sc, rr.Schema())
-		}
+		flat, sc := scanBothWays(t, r, name, opts)
 		if name != "narrow" && sc.Field(1).Type.ID() != arrow.DECIMAL128 {
 			t.Errorf("%s: read as %s", name, sc.Field(1).Type)
-		}
-		want := columnsOf(t, rr)
-		for i := range got {
-			if !array.Equal(got[i], want[i]) {
-				t.Errorf("%s: column %d differs from arrow-go's", name, i)
-			}
-			got[i].Release()
-			want[i].Release()
 		}
 		if flat != 3 {
 			t.Errorf("%s: %d of 3 row groups by the fast path", name, flat)
@@ -347,4 +280,40 @@ func sealArrowFile(t *testing.T, rec arrow.RecordBatch, props ...parquet.WriterP
 		t.Fatal(err)
 	}
 	return r
+}
+
+// scanBothWays scans r with opts, by the fast path where it applies and by
+// arrow-go's decoder alone, and fails t unless both give one schema and
+// the same values; it returns the row groups the fast path decoded, and
+// the schema.
+func scanBothWays(t *testing.T, r *reader.Reader, name string, opts []reader.ScanOption) (int64, *arrow.Schema) {
+	t.Helper()
+	ctx := context.Background()
+	before := reader.FlatRowGroups(r)
+	rr, err := r.Scan(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := rr.Schema()
+	got := columnsOf(t, rr)
+	flat := reader.FlatRowGroups(r) - before
+	rr, err = r.Scan(ctx, append(opts[:len(opts):len(opts)], reader.WithArrowDecoder())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.Equal(rr.Schema()) {
+		t.Errorf("%s: schema %s, arrow-go's %s", name, sc, rr.Schema())
+	}
+	want := columnsOf(t, rr)
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d columns, arrow-go %d", name, len(got), len(want))
+	}
+	for i := range got {
+		if !array.Equal(got[i], want[i]) {
+			t.Errorf("%s: column %s differs from arrow-go's", name, sc.Field(i).Name)
+		}
+		got[i].Release()
+		want[i].Release()
+	}
+	return flat, sc
 }
