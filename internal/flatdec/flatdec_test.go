@@ -278,30 +278,35 @@ func TestDecimal128(t *testing.T) {
 		}
 		b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64([]int64{-999_999_999_999_999_999, -1, 0, 999_999_999_999_999_999}[i%4] / int64(1+i%3)))
 	}
+	decodesAsArrowGo(t, b, []parquet.WriterProperty{parquet.WithStoreDecimalAsInteger(true)}, []int{1, 1000, 3000}, func(t *testing.T, col int, c Column) {
+		if want := []parquet.Type{parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Int64}[col]; c.Physical != want {
+			t.Fatalf("column %d stored as %s, want %s", col, c.Physical, want)
+		}
+	})
+}
+
+// decodesAsArrowGo writes the record b builds in every variant (with
+// extra properties), and checks, in each, that each chunk of its first
+// two row groups decodes, in batches of each size, to the values arrow-go's
+// reader reads, in arrow-go's type, and that Skip takes it; check is
+// called on each chunk's description first. It releases b.
+func decodesAsArrowGo(t *testing.T, b *array.RecordBuilder, extra []parquet.WriterProperty, batches []int, check func(t *testing.T, col int, c Column)) {
+	t.Helper()
 	rec := b.NewRecordBatch()
 	b.Release()
-	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
+	tbl := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
 	rec.Release()
 	t.Cleanup(tbl.Release)
 	for _, v := range variants() {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			props := append(v.props[:len(v.props):len(v.props)], parquet.WithStoreDecimalAsInteger(true))
-			decodesAsArrowGo(t, tbl, props, []int{1, 1000, 3000}, func(col int, c Column) {
-				if want := []parquet.Type{parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Int64}[col]; c.Physical != want {
-					t.Fatalf("column %d stored as %s, want %s", col, c.Physical, want)
-				}
-			})
+			decodesAsArrowGoIn(t, tbl, append(v.props[:len(v.props):len(v.props)], extra...), batches, check)
 		})
 	}
 }
 
-// decodesAsArrowGo writes tbl with props, and checks that each chunk of
-// its first two row groups decodes, in batches of each size, to the values
-// arrow-go's reader reads, in arrow-go's type, and that Skip takes it;
-// check is called on each chunk's description first.
-func decodesAsArrowGo(t *testing.T, tbl arrow.Table, props []parquet.WriterProperty, batches []int, check func(col int, c Column)) {
-	t.Helper()
+// decodesAsArrowGoIn is decodesAsArrowGo's check of tbl written with props.
+func decodesAsArrowGoIn(t *testing.T, tbl arrow.Table, props []parquet.WriterProperty, batches []int, check func(t *testing.T, col int, c Column)) {
 	raw := write(t, tbl, props)
 	got, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(raw), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
 	if err != nil {
@@ -315,7 +320,7 @@ func decodesAsArrowGo(t *testing.T, tbl arrow.Table, props []parquet.WriterPrope
 		var row int64
 		for rg := range 2 {
 			chunk, c := chunkOf(t, raw, rg, col, typ)
-			check(col, c)
+			check(t, col, c)
 			want := array.NewChunkedSlice(got.Column(col).Data(), row, row+c.Values)
 			wantArr, err := array.Concatenate(want.Chunks(), memory.DefaultAllocator)
 			want.Release()
@@ -669,19 +674,9 @@ func TestDecimalFLBA(t *testing.T) {
 			}
 		}
 	}
-	rec := b.NewRecordBatch()
-	b.Release()
-	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
-	rec.Release()
-	t.Cleanup(tbl.Release)
-	for _, v := range variants() {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			decodesAsArrowGo(t, tbl, v.props, []int{1, 999, 3000}, func(col int, c Column) {
-				if c.Physical != parquet.Types.FixedLenByteArray || c.TypeLength < 1 || c.TypeLength > 16 {
-					t.Fatalf("column %d stored as %s of %d bytes", col, c.Physical, c.TypeLength)
-				}
-			})
-		})
-	}
+	decodesAsArrowGo(t, b, nil, []int{1, 999, 3000}, func(t *testing.T, col int, c Column) {
+		if c.Physical != parquet.Types.FixedLenByteArray || c.TypeLength < 1 || c.TypeLength > 16 {
+			t.Fatalf("column %d stored as %s of %d bytes", col, c.Physical, c.TypeLength)
+		}
+	})
 }
