@@ -194,7 +194,7 @@ func decodeSafely(decode func(dst, src []byte) ([]byte, error), dst, src []byte)
 // decodeZstd decodes a ZSTD page as arrow-go's codec does (one decoder,
 // made on first use, of arrow-go's options), but for the frames' content
 // checksums (XXH64), which it does not compute: the bytes were verified
-// against the object's storage_id (BLAKE3) before they were decrypted,
+// against the object's storage_id (BLAKE3; SOP-PME-1 11.10) before they were decrypted,
 // and a producer who chose them chose the checksums too. On the zstd
 // objects the writer writes, the checksum took about 5 % of a full
 // scan's time.
